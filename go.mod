@@ -1,0 +1,3 @@
+module github.com/tickwire/tickwire
+
+go 1.26

@@ -1,0 +1,71 @@
+// Package socket defines the one batch-shaped datagram interface that every
+// tickwire packet source implements: the batched UDP socket, the gnet engine
+// and the in-process simulated link.
+//
+// A batch is a slice of [Message] whose buffers the caller owns. An
+// implementation never keeps a reference to a caller's buffer after the call
+// returns: WriteBatch copies (or hands to the kernel) what it sends before
+// returning, and ReadBatch writes into the caller's buffers and forgets them.
+// That rule is what lets a tick loop reuse one set of buffers forever, and is
+// checked by the conformance suite in package sockettest (scenario S-A4).
+package socket
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// IdealBatchSize is the number of messages a caller should offer per
+// ReadBatch or WriteBatch call. It matches the kernel batch the UDP
+// implementation issues in one recvmmsg/sendmmsg system call.
+const IdealBatchSize = 64
+
+// MaxDatagramSize is the largest UDP payload any implementation accepts:
+// the IPv4 maximum (65535 − 20 − 8). Implementations may set a lower limit.
+const MaxDatagramSize = 65507
+
+// ErrTooLarge is returned by WriteBatch for a message whose payload exceeds
+// the implementation's datagram limit. Messages before it in the batch have
+// been sent; it and the messages after it have not.
+var ErrTooLarge = errors.New("socket: datagram too large")
+
+// Message is one datagram in a batch.
+//
+// On write, Buf[:N] is sent to Addr. On read, the datagram is copied into
+// Buf (whose length is the room available), N is set to its size and Addr to
+// its source. A datagram longer than len(Buf) is truncated to len(Buf) and
+// counted by the implementation; callers size Buf to the MTU they accept.
+type Message struct {
+	Buf  []byte
+	N    int
+	Addr netip.AddrPort
+}
+
+// Conn is a datagram socket that moves messages in batches.
+//
+// ReadBatch, TryReadBatch and WriteBatch are each safe to call from one
+// goroutine at a time, and a reader and a writer may run concurrently. Close
+// may be called from any goroutine, any number of times.
+type Conn interface {
+	// ReadBatch blocks until at least one datagram is available, then fills
+	// msgs[:n] and returns n ≥ 1. After Close it returns an error for which
+	// errors.Is(err, net.ErrClosed) holds, including for a ReadBatch that was
+	// blocked when Close was called.
+	ReadBatch(msgs []Message) (n int, err error)
+
+	// TryReadBatch is ReadBatch without blocking: it returns (0, nil) when no
+	// datagram is ready. A tick loop calls it until it returns fewer than
+	// len(msgs).
+	TryReadBatch(msgs []Message) (n int, err error)
+
+	// WriteBatch sends msgs in order and returns how many were sent. On error,
+	// msgs[:n] were sent and msgs[n] caused the error. It does not retain
+	// any buffer.
+	WriteBatch(msgs []Message) (n int, err error)
+
+	// LocalAddr returns the address the socket is bound to.
+	LocalAddr() netip.AddrPort
+
+	// Close releases the socket and unblocks pending reads.
+	Close() error
+}
