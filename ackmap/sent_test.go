@@ -1,0 +1,382 @@
+package ackmap
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+const ms = time.Millisecond
+
+func newTracker(t testing.TB, cfg Config, first wire.Seq) *SendTracker {
+	t.Helper()
+	tr, err := NewSendTracker(cfg, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// bitsFor returns the ack bits that ack the given seqs relative to ack.
+func bitsFor(ack wire.Seq, seqs ...wire.Seq) uint32 {
+	var b uint32
+	for _, s := range seqs {
+		b |= 1 << uint(ack.Sub(s)-1)
+	}
+	return b
+}
+
+func kinds(evs []Event) string {
+	s := ""
+	for _, e := range evs {
+		s += fmt.Sprintf("%s:%d/%s ", e.Kind, e.Seq, e.Cause)
+	}
+	return s
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("zero config: %v", err)
+	}
+	bad := []Config{
+		{MaxInFlight: -1},
+		{MaxInFlight: MaxInFlightLimit + 1},
+		{ReorderThreshold: 34},
+		{ReorderThreshold: -2},
+		{MinRTO: time.Microsecond},
+		{MinRTO: 3 * time.Second}, // above default MaxRTO
+		{InitialRTO: 10 * time.Millisecond},
+		{MaxRTO: 100 * time.Millisecond}, // below default InitialRTO
+	}
+	for _, c := range bad {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
+		}
+		if _, err := NewSendTracker(c, 0); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: NewSendTracker err = %v", c, err)
+		}
+	}
+}
+
+func TestAckBeforeAnySendIsRefused(t *testing.T) {
+	tr := newTracker(t, Config{}, 10)
+	if _, err := tr.OnAck(nil, 0, 9, 0); !errors.Is(err, ErrAckUnsent) {
+		t.Fatalf("OnAck with nothing sent: err = %v", err)
+	}
+	tr.Send(nil, 0, NoRecord)
+	if _, err := tr.OnAck(nil, 0, 11, 0); !errors.Is(err, ErrAckUnsent) {
+		t.Fatalf("OnAck of unsent seq 11: err = %v", err)
+	}
+	if tr.Stats().AcksUnsent != 2 || tr.PendingCount() != 1 {
+		t.Fatalf("stats %+v pending %d", tr.Stats(), tr.PendingCount())
+	}
+}
+
+func TestAckBitsAndReorderThreshold(t *testing.T) {
+	tr := newTracker(t, Config{}, 65533) // crosses the wrap
+	var seqs []wire.Seq
+	for i := 0; i < 6; i++ {
+		s, evs := tr.Send(nil, time.Duration(i)*ms, NoRecord)
+		if len(evs) != 0 {
+			t.Fatalf("send produced events %v", kinds(evs))
+		}
+		seqs = append(seqs, s)
+	}
+	// seqs: 65533 65534 65535 0 1 2. Peer got 65533, 65535, 1 — ack=1.
+	evs, err := tr.OnAck(nil, 50*ms, 1, bitsFor(1, 65533, 65535))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 65534 is 3 behind 1 with its bit clear → lost (reorder threshold 3);
+	// 0 is 1 behind → still pending; 2 not covered.
+	want := "acked:65533/none lost:65534/reorder acked:65535/none acked:1/none "
+	if got := kinds(evs); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if tr.PendingCount() != 2 {
+		t.Fatalf("pending = %d, want 2", tr.PendingCount())
+	}
+	if !tr.RTT().HasSample() || tr.RTT().Latest() != 46*ms {
+		t.Fatalf("RTT sample = %v, want 46ms (seq 1 sent at 4ms)", tr.RTT().Latest())
+	}
+	// A stale duplicate header changes nothing.
+	if evs, _ := tr.OnAck(nil, 60*ms, 1, bitsFor(1, 65533, 65535)); len(evs) != 0 {
+		t.Fatalf("duplicate header gave %v", kinds(evs))
+	}
+	// Later the peer reports 65534 after all: the verdict stands.
+	evs, _ = tr.OnAck(nil, 70*ms, 2, bitsFor(2, 65533, 65534, 65535, 0, 1))
+	if got := kinds(evs); got != "acked:0/none acked:2/none " {
+		t.Fatalf("events %q", got)
+	}
+	if tr.PendingCount() != 0 {
+		t.Fatalf("pending = %d", tr.PendingCount())
+	}
+}
+
+// S-B2: with the reorder threshold disabled, a seq is lost only once it
+// falls more than 32 behind an ack — exactly once, and never after an ack.
+func TestWindowAgeOut(t *testing.T) {
+	tr := newTracker(t, Config{ReorderThreshold: AckWindow}, 0)
+	for i := 0; i < 40; i++ {
+		tr.Send(nil, 0, NoRecord)
+	}
+	// Ack 32 with nothing else: seq 0 is exactly 32 behind — still covered.
+	evs, _ := tr.OnAck(nil, ms, 32, 0)
+	if got := kinds(evs); got != "acked:32/none " {
+		t.Fatalf("ack 32: %q", got)
+	}
+	// Ack 33: seq 0 falls out of the window → lost; 1..31 still covered.
+	evs, _ = tr.OnAck(nil, ms, 33, 0)
+	if got := kinds(evs); got != "lost:0/window acked:33/none " {
+		t.Fatalf("ack 33: %q", got)
+	}
+	evs, _ = tr.OnAck(nil, ms, 39, 0)
+	if len(evs) != 7 || evs[0].Seq != 1 || evs[5].Seq != 6 || evs[6].Seq != 39 || evs[6].Kind != SeqAcked {
+		t.Fatalf("ack 39: %q", kinds(evs))
+	}
+	for _, e := range evs[:6] {
+		if e.Kind != SeqLost || e.Cause != CauseWindow {
+			t.Fatalf("ack 39: %q", kinds(evs))
+		}
+	}
+	if got := tr.Stats().LostBy[CauseWindow]; got != 7 {
+		t.Fatalf("window losses = %d", got)
+	}
+}
+
+// S-B6: more than MaxInFlight unresolved seqs evicts the oldest as lost,
+// each exactly once.
+func TestMaxInFlightEviction(t *testing.T) {
+	tr := newTracker(t, Config{MaxInFlight: 16}, 65530)
+	var lost []wire.Seq
+	for i := 0; i < 40; i++ {
+		_, evs := tr.Send(nil, 0, NoRecord)
+		for _, e := range evs {
+			if e.Kind != SeqLost || e.Cause != CauseEvicted {
+				t.Fatalf("unexpected event %v", kinds(evs))
+			}
+			lost = append(lost, e.Seq)
+		}
+		if tr.PendingCount() > 16 {
+			t.Fatalf("pending %d > MaxInFlight", tr.PendingCount())
+		}
+	}
+	if len(lost) != 24 {
+		t.Fatalf("%d evictions, want 24", len(lost))
+	}
+	for i, s := range lost {
+		if s != wire.Seq(65530).Add(i) {
+			t.Fatalf("eviction %d was seq %d, want %d", i, s, wire.Seq(65530).Add(i))
+		}
+	}
+	// Acking an evicted seq does nothing; the survivors ack normally.
+	evs, _ := tr.OnAck(nil, 0, wire.Seq(65530).Add(39), 0xFFFF)
+	if len(evs) != 16 {
+		t.Fatalf("final ack resolved %d, want 16: %v", len(evs), kinds(evs))
+	}
+	if tr.PendingCount() != 0 {
+		t.Fatal("pending not 0")
+	}
+}
+
+// S-B5: a quiet link resolves every outstanding seq by time-out, and the
+// back-off doubles the next time-out until an RTT sample resets it.
+func TestQuietLinkTimesOut(t *testing.T) {
+	tr := newTracker(t, Config{}, 0)
+	for i := 0; i < 10; i++ {
+		tr.Send(nil, time.Duration(i)*ms, NoRecord)
+	}
+	if evs := tr.Expire(nil, 999*ms); len(evs) != 0 {
+		t.Fatalf("expired before the initial RTO: %v", kinds(evs))
+	}
+	evs := tr.Expire(nil, 1004*ms) // seqs 0..4 are ≥ 1s old
+	if got := kinds(evs); got != "lost:0/timeout lost:1/timeout lost:2/timeout lost:3/timeout lost:4/timeout " {
+		t.Fatalf("expire: %q", got)
+	}
+	if tr.RTO() != 2*time.Second {
+		t.Fatalf("RTO after time-out = %v, want backed off to 2s (clamped)", tr.RTO())
+	}
+	evs = tr.Expire(nil, 3100*ms)
+	if len(evs) != 5 || tr.PendingCount() != 0 {
+		t.Fatalf("second expire: %q pending %d", kinds(evs), tr.PendingCount())
+	}
+	// A fresh sample resets the back-off.
+	s, _ := tr.Send(nil, 4*time.Second, NoRecord)
+	tr.OnAck(nil, 4*time.Second+80*ms, s, 0)
+	if rto := tr.RTO(); rto != 80*ms+40*ms*4 {
+		t.Fatalf("RTO after sample = %v, want 240ms", rto)
+	}
+}
+
+// S-C4 (accounting half): a record of N seqs is abandoned when any one of
+// them is lost, in any verdict order — before its siblings' acks, among
+// them, or after every sibling was acked — and is never confirmed.
+func TestFragmentRecordAbandonedInAnyOrder(t *testing.T) {
+	const n = 4
+	type order int
+	const (
+		lossFirst order = iota // the loss is decided before any sibling ack
+		lossAmid               // one header acks the siblings and decides the loss
+		lossLast               // every sibling acked, then the loss
+	)
+	for lostIdx := 0; lostIdx < n; lostIdx++ {
+		orders := []order{lossAmid, lossLast}
+		if lostIdx == 0 {
+			// Send times never decrease, so only the first fragment can
+			// reach its time-out while its siblings have not.
+			orders = append(orders, lossFirst)
+		}
+		for _, ord := range orders {
+			t.Run(fmt.Sprintf("lost%d/%s", lostIdx, [...]string{"lossFirst", "lossAmid", "lossLast"}[ord]), func(t *testing.T) {
+				cfg := Config{ReorderThreshold: AckWindow}
+				if ord == lossAmid {
+					cfg.ReorderThreshold = 3
+				}
+				tr := newTracker(t, cfg, 65534)
+				id := tr.Open(777)
+				var seqs, siblings []wire.Seq
+				var evs []Event
+				for i := 0; i < n; i++ {
+					at := time.Duration(0)
+					if ord == lossFirst && i > 0 {
+						at = 600 * ms // younger than fragment 0 by more than the time-out margin
+					}
+					var s wire.Seq
+					s, evs = tr.Send(evs, at, id)
+					seqs = append(seqs, s)
+					if i != lostIdx {
+						siblings = append(siblings, s)
+					}
+				}
+				evs = tr.Seal(evs, id)
+				switch ord {
+				case lossFirst:
+					evs = tr.Expire(evs, time.Second)
+					for _, s := range siblings {
+						evs, _ = tr.OnAck(evs, time.Second, s, 0)
+					}
+				case lossAmid:
+					var filler wire.Seq
+					for i := 0; i < 3; i++ {
+						filler, evs = tr.Send(evs, 0, NoRecord)
+					}
+					evs, _ = tr.OnAck(evs, ms, filler, bitsFor(filler, siblings...))
+				case lossLast:
+					for _, s := range siblings {
+						evs, _ = tr.OnAck(evs, ms, s, 0)
+					}
+					newest := seqs[n-1]
+					for i := 0; i < AckWindow; i++ {
+						newest, evs = tr.Send(evs, ms, NoRecord)
+					}
+					evs, _ = tr.OnAck(evs, 2*ms, newest, 0)
+				}
+				var confirmed, abandoned, acked, lost int
+				for _, e := range evs {
+					switch {
+					case e.Kind == RecordConfirmed:
+						confirmed++
+					case e.Kind == RecordAbandoned:
+						abandoned++
+						if e.Tag != 777 || e.Record != id || e.Seq != seqs[lostIdx] {
+							t.Fatalf("abandon event %+v", e)
+						}
+					case e.Record == id && e.Kind == SeqAcked:
+						acked++
+					case e.Record == id && e.Kind == SeqLost:
+						lost++
+					}
+				}
+				if confirmed != 0 || abandoned != 1 || acked != n-1 || lost != 1 {
+					t.Fatalf("confirmed=%d abandoned=%d acked=%d lost=%d: %v", confirmed, abandoned, acked, lost, kinds(evs))
+				}
+				if tr.PendingRecords() != 0 {
+					t.Fatalf("record not released: %d pending", tr.PendingRecords())
+				}
+			})
+		}
+	}
+}
+
+func TestRecordConfirmedOnlyWhenEverySeqAcked(t *testing.T) {
+	tr := newTracker(t, Config{}, 0)
+	id := tr.Open(5)
+	a, _ := tr.Send(nil, 0, id)
+	b, _ := tr.Send(nil, 0, id)
+	// Both acked before Seal: the verdict waits for Seal.
+	evs, _ := tr.OnAck(nil, ms, b, bitsFor(b, a))
+	if got := kinds(evs); got != "acked:0/none acked:1/none " {
+		t.Fatalf("%q", got)
+	}
+	evs = tr.Seal(nil, id)
+	if len(evs) != 1 || evs[0].Kind != RecordConfirmed || evs[0].Tag != 5 || evs[0].Seq != b {
+		t.Fatalf("seal: %+v", evs)
+	}
+	// Sealed first, acked later: confirmed with the last ack.
+	id = tr.Open(6)
+	c, _ := tr.Send(nil, 0, id)
+	d, _ := tr.Send(nil, 0, id)
+	tr.Seal(nil, id)
+	evs, _ = tr.OnAck(nil, ms, c, 0)
+	if got := kinds(evs); got != "acked:2/none " {
+		t.Fatalf("%q", got)
+	}
+	evs, _ = tr.OnAck(nil, ms, d, bitsFor(d, c))
+	if got := kinds(evs); got != "acked:3/none confirmed:3/none " {
+		t.Fatalf("%q", got)
+	}
+	// An empty record is abandoned at Seal.
+	evs = tr.Seal(nil, tr.Open(7))
+	if len(evs) != 1 || evs[0].Kind != RecordAbandoned || evs[0].Tag != 7 {
+		t.Fatalf("empty seal: %+v", evs)
+	}
+	if tr.PendingRecords() != 0 {
+		t.Fatalf("pending records %d", tr.PendingRecords())
+	}
+	st := tr.Stats()
+	if st.RecordsConfirmed != 2 || st.RecordsAbandoned != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A record whose own earlier seq is evicted while it is still being sent
+// stays open until Seal, and is abandoned exactly once.
+func TestRecordSurvivesEvictionOfItsOwnSeq(t *testing.T) {
+	tr := newTracker(t, Config{MaxInFlight: 2}, 0)
+	id := tr.Open(1)
+	var evs []Event
+	for i := 0; i < 5; i++ {
+		_, evs = tr.Send(evs, 0, id)
+	}
+	evs = tr.Seal(evs, id)
+	evs, _ = tr.OnAck(evs, ms, 4, bitsFor(4, 3))
+	if got := kinds(evs); got != "lost:0/evicted abandoned:0/evicted lost:1/evicted lost:2/evicted acked:3/none acked:4/none " {
+		t.Fatalf("%q", got)
+	}
+	if tr.PendingRecords() != 0 || tr.PendingCount() != 0 {
+		t.Fatal("record or seqs left pending")
+	}
+}
+
+func TestStaleRecordIDPanics(t *testing.T) {
+	tr := newTracker(t, Config{}, 0)
+	_, id, _ := tr.SendOne(nil, 0, 1)
+	tr.OnAck(nil, ms, 0, 0) // confirms and releases id
+	for name, f := range map[string]func(){
+		"send":  func() { tr.Send(nil, 0, id) },
+		"seal":  func() { tr.Seal(nil, id) },
+		"bogus": func() { tr.Seal(nil, RecordID(12345)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s with a released RecordID did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
