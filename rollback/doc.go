@@ -1,0 +1,107 @@
+// Package rollback is tickwire's server-authoritative action machinery: the
+// replicated state model, the registry of action types, the ActionLog ring,
+// the Executor that is the only legal mutator of the state, and rewind.
+// (Server/client orchestration, the Replicator and Peer build on these.)
+//
+// # State model
+//
+// State is a small interface: a fixed, ordered set of component types (the
+// order is the ComponentID and the wire order), an owner per entity, and a
+// way to serialize one (entity, component) pair into a caller's buffer
+// (AppendComponent) and to overwrite it from bytes (RestoreComponent).
+// Prior-state capture and rewind use nothing else, so any world that can do
+// those three things can be rolled back. Store is the reference
+// implementation: one []byte column per component type, fixed-size
+// components, allocated for its full capacity up front.
+//
+// Entities are generation-tagged handles (Entity = slot index + generation
+// in a uint64). Destroying an entity advances its slot's generation, so any
+// handle kept past the destruction — in a log record, a capture, game code —
+// is refused with ErrStaleEntity by every access, before and after the slot
+// is reused. A rewind that meets such a capture skips it and counts it
+// (Stats.RestoreFailures, Hooks.OnRestoreFailed): it can never write into
+// the slot's new occupant.
+//
+// # Spawning
+//
+// Creating and destroying entities is not rewindable: Store.Create,
+// Store.Destroy and Store.SetOwner are not actions, are not logged, and a
+// rewind does not undo them. A game that needs spawns and despawns to roll
+// back models them as state: allocate entities ahead of need (a pool), give
+// them an "alive" component, and spawn or despawn with an action that
+// writes "alive" and the initial components — captured and rewound like any
+// other write. Only recycle a pooled entity (Destroy + Create) once it has
+// been dead for longer than the ring's FrameCapacity, so no frame the log
+// still holds refers to it; if one does, the generation check makes the
+// mistake a counted, skipped restore rather than corruption. Likewise,
+// ownership changes apply to every later authorization, including replays
+// of older frames; if that matters, change ownership only outside the ring's
+// reach, or model it as a component and authorize inside Apply.
+//
+// # Actions are bytes
+//
+// An action is a type id, a subject entity and a payload of bytes; an
+// ActionType's functions (Check, Touches, Apply) work directly on those
+// bytes. The log has to hold every action's encoded payload anyway — it is
+// what replication sends and what replay re-executes — so executing from the
+// bytes means a live action, a replayed one and one that arrived from a peer
+// all take the same path, there is no per-action object to allocate, pool or
+// release, and a type's Apply is called with a payload slice of the frame
+// arena: execution allocates nothing. TypedAction and Handle layer a Go
+// payload type P over this (Encode/Decode pairs, decoded on the stack); the
+// log still only ever holds bytes. The price is decoding a small fixed
+// payload up to three times per execution (Check, Touches, Apply), a few
+// nanoseconds for the fixed layouts games use.
+//
+// Each ActionType declares what it mutates: Writes lists components of the
+// subject entity, and Touches may add pairs on other entities computed from
+// the payload. The declaration drives both authorization (a peer must own
+// every entity named) and capture (every declared pair's prior bytes are
+// saved before Apply). A type that declares nothing is a pure event: never
+// captured, never rewound. Cross-entity effects of peer input (damage to an
+// enemy) therefore belong in the server's simulation step, which runs in
+// derived mode and may touch anything.
+//
+// A Registry belongs to one session: registration order is the type id,
+// nothing is global, two registries never share ids. NewExecutor freezes it.
+//
+// # Provenance
+//
+// Every record carries a one-byte Sender: 0–253 the peer it arrived from,
+// 255 (SenderLocal) an input the local side authored, 254 (SenderDerived) an
+// action executed by the simulation step while the executor is in derived
+// mode. Inputs are reapplied from the log on replay; derived records are
+// recomputed by re-running the step, so a replay drops them.
+//
+// # ActionLog
+//
+// The log is a ring of FrameCapacity frames (Config; zero values mean
+// defaults). Each frame stores its records as struct-of-arrays columns —
+// sender, type, entity, payload offset/length, prior-state offset/length —
+// over one byte arena, truncated and reused when the slot is recycled. A
+// record's prior state is a sequence of captures, each component's bytes
+// followed by a 14-byte trailer (entity, component, length), so a rewind
+// walks it backwards without an index. Frame numbers are uint32, begun in
+// order, and never wrap (ErrFrameWrap after 2^32−1; Reset starts over).
+//
+// # Rewind
+//
+// A rewind is planned and then committed. PlanRewind is pure: it computes
+// the frames and records to undo, and validates (a frame that aged out of
+// the ring is ErrAgedOut, counted and reported, never a crash). CommitRewind
+// restores captured bytes, frames newest to oldest, records newest first,
+// and refuses a plan the log has moved past (ErrStalePlan), so a rollback is
+// never half-scheduled. Cost is proportional to the number of captured
+// mutations in the undone frames, not to the size of the world. After a
+// commit the log is replaying: the undone frames are reopened oldest first
+// (ActionLog.ReopenFrame), re-executed and closed before any new frame can
+// begin.
+//
+// # Concurrency and cost
+//
+// An Executor, its ActionLog and its State belong to one goroutine (the
+// session's tick loop); none is safe for concurrent use. A frozen Registry
+// is read-only and may be shared. In steady state — once each ring slot has
+// grown to its working size — beginning and closing frames, executing with
+// capture, planning and committing rewinds and replaying allocate nothing.
+package rollback

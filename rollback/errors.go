@@ -1,0 +1,89 @@
+package rollback
+
+import "errors"
+
+// Sentinel errors. Functions return these either bare or wrapped with %w;
+// test with errors.Is.
+//
+// The per-action hot paths (Executor.Execute, Registry.Validate) return the
+// sentinel itself, unwrapped, so that a flood of rejected input from the
+// network costs no allocation; the detail of a rejection (sender, type,
+// entity, reason) goes to the executor's counters and OnReject hook instead.
+var (
+	// ErrNoOpenFrame: an action was executed, or a frame closed, while no
+	// frame of the log was open (S-F1).
+	ErrNoOpenFrame = errors.New("rollback: no open frame")
+
+	// ErrFrameOpen: the operation needs every frame closed, but one is open.
+	ErrFrameOpen = errors.New("rollback: a frame is still open")
+
+	// ErrFrameOrder: a frame was begun or reopened out of order. New frames
+	// must follow the newest one (f == newest+1); a replay reopens the undone
+	// frames oldest first, one at a time.
+	ErrFrameOrder = errors.New("rollback: frame out of order")
+
+	// ErrFrameWrap: the frame counter would wrap past 2^32−1. The log refuses
+	// rather than reuse frame numbers; see the package doc.
+	ErrFrameWrap = errors.New("rollback: frame number would wrap")
+
+	// ErrFrameNotHeld: the frame is not in the ring (never begun, aged out,
+	// or newer than the newest frame).
+	ErrFrameNotHeld = errors.New("rollback: frame not held by the log")
+
+	// ErrAgedOut: a rewind asked for a frame older than the oldest frame the
+	// ring still holds (S-F4). Nothing was changed.
+	ErrAgedOut = errors.New("rollback: rewind target aged out of the ring")
+
+	// ErrReplayPending: a rewind undid frames that have not all been replayed
+	// yet, and the operation (beginning a new frame) needs them replayed.
+	ErrReplayPending = errors.New("rollback: undone frames not yet replayed")
+
+	// ErrNotReplaying: a frame was reopened with no rewind to replay.
+	ErrNotReplaying = errors.New("rollback: no rewind is being replayed")
+
+	// ErrStalePlan: a rewind plan was committed after the log changed since
+	// it was made, a second time, on another executor, or is the zero plan.
+	ErrStalePlan = errors.New("rollback: rewind plan is stale")
+
+	// ErrUnknownAction: the action type id is not registered.
+	ErrUnknownAction = errors.New("rollback: unknown action type")
+
+	// ErrUnknownComponent: the component id is not part of the state.
+	ErrUnknownComponent = errors.New("rollback: unknown component")
+
+	// ErrMalformed: bytes failed validation (payload size or content,
+	// component length).
+	ErrMalformed = errors.New("rollback: malformed bytes")
+
+	// ErrNotOwner: a peer tried to mutate an entity it does not own (S-F5).
+	ErrNotOwner = errors.New("rollback: sender does not own the entity")
+
+	// ErrStaleEntity: the handle does not name a live entity: never issued,
+	// destroyed, or its slot has been recycled under a newer generation.
+	ErrStaleEntity = errors.New("rollback: stale or invalid entity handle")
+
+	// ErrFrameFull: the open frame reached Config.MaxRecordsPerFrame or
+	// Config.MaxFrameBytes.
+	ErrFrameFull = errors.New("rollback: frame is full")
+
+	// ErrApplyFailed: an action type's Apply returned an error. The
+	// executor restored the action's captured pairs and dropped its record.
+	ErrApplyFailed = errors.New("rollback: action apply failed")
+
+	// ErrReentrant: Execute or a rewind was called from inside an action's
+	// Check, Touches or Apply, or from a State method the executor called.
+	ErrReentrant = errors.New("rollback: executor re-entered")
+
+	// ErrStoreFull: the store has no free entity slot.
+	ErrStoreFull = errors.New("rollback: store is full")
+
+	// ErrRegistryFrozen: an action type was registered after an executor
+	// was built from the registry.
+	ErrRegistryFrozen = errors.New("rollback: registry is frozen")
+
+	// ErrInvalidActionType: an action type description failed registration.
+	ErrInvalidActionType = errors.New("rollback: invalid action type")
+
+	// ErrInvalidConfig: a Config or StoreConfig failed validation.
+	ErrInvalidConfig = errors.New("rollback: invalid config")
+)
