@@ -1,0 +1,211 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+)
+
+// Sizes of an encoded ChannelHeader.
+const (
+	// ChannelHeaderMinLen is the smallest header: prefix and seq of a
+	// NoAck header, sent before anything has been received from the peer.
+	ChannelHeaderMinLen = 3
+	// ChannelHeaderSteadyLen is the size in a lossless steady stream:
+	// prefix, seq, one-byte ack distance, all four ack-bits bytes omitted.
+	ChannelHeaderSteadyLen = 4
+	// ChannelHeaderMaxLen is the worst case: prefix, seq, full ack, and all
+	// four ack-bits bytes present.
+	ChannelHeaderMaxLen = 9
+)
+
+// Bits of the channel header's prefix byte.
+const (
+	chanBitsPresent = 0x0F // bit i set: ack-bits byte i follows
+	chanShortAck    = 0x10 // ack sent as one byte: seq − ack
+	chanNoAck       = 0x20 // no ack field and no ack bits follow
+	chanReserved    = 0xC0 // must be zero
+)
+
+// ChannelHeader is the per-datagram reliability header every session
+// datagram carries after its SessionHeader: the sender's own sequence
+// number and an acknowledgement of the newest 33 seqs it received from the
+// peer.
+//
+// Seq is this datagram's sequence number in the sender's space. Ack is the
+// newest seq the sender has received from the peer (in the peer's space),
+// and bit i of AckBits (i = 0..31) reports that seq Ack−1−i was received
+// too. So one header acknowledges a 33-seq window.
+//
+// NoAck says the sender has not received anything from the peer yet, so
+// there is nothing to acknowledge: the header is then just prefix and seq,
+// the encoder ignores Ack and AckBits, and the decoder returns them as 0.
+// The receiver must not treat Ack as received when NoAck is set.
+//
+// It is a small comparable value; the zero value is a valid header (seq 0
+// acknowledging seq 0 and nothing before it).
+type ChannelHeader struct {
+	Seq     Seq
+	Ack     Seq
+	AckBits uint32
+	NoAck   bool
+}
+
+// ChannelHeaderLen returns the exact number of bytes AppendChannelHeader
+// writes for h: 3 for a NoAck header; otherwise 4, plus one if the ack is
+// too far from seq for a one-byte distance, plus one per ack-bits byte that
+// is not 0xFF. It allocates nothing.
+func ChannelHeaderLen(h ChannelHeader) int {
+	if h.NoAck {
+		return ChannelHeaderMinLen
+	}
+	n := ChannelHeaderSteadyLen + bits.OnesCount8(presentMask(h.AckBits))
+	if uint16(h.Seq-h.Ack) > 0xFF {
+		n++
+	}
+	return n
+}
+
+// presentMask returns bit i set for each byte i of ackBits that is not
+// 0xFF. Branch-free: fold each inverted byte onto its low bit, then gather
+// the four low bits (at 0, 8, 16, 24) into bits 24–27 with one multiply —
+// the partial products land on distinct bits, so nothing carries.
+func presentMask(ackBits uint32) uint8 {
+	x := ^ackBits
+	x |= x >> 4
+	x |= x >> 2
+	x |= x >> 1
+	x &= 0x01010101
+	return uint8((x * 0x01020408) >> 24)
+}
+
+// AppendChannelHeader appends the compressed encoding of h to dst and
+// returns the extended slice: 4 bytes in a lossless steady stream, 9 at
+// most, 3 for a NoAck header (see docs/WIRE.md for the layout). The compression is not optional:
+// an ack within 255 of seq is always sent as a distance and an ack-bits
+// byte of 0xFF is always omitted, so each header has exactly one encoding.
+// It allocates only if dst lacks capacity.
+func AppendChannelHeader(dst []byte, h ChannelHeader) []byte {
+	if h.NoAck {
+		return append(dst, chanNoAck, byte(h.Seq), byte(h.Seq>>8))
+	}
+	m := presentMask(h.AckBits)
+	d := uint16(h.Seq - h.Ack)
+	n := ChannelHeaderSteadyLen + bits.OnesCount8(m)
+	if d > 0xFF {
+		n++
+	} else {
+		m |= chanShortAck
+	}
+	l := len(dst)
+	if cap(dst)-l < n {
+		dst = slices.Grow(dst, n)
+	}
+	dst = dst[:l+n]
+	b := dst[l:]
+	_ = b[3]
+	b[0] = m
+	b[1] = byte(h.Seq)
+	b[2] = byte(h.Seq >> 8)
+	off := 4
+	if m&chanShortAck != 0 {
+		b[3] = byte(d)
+	} else {
+		b[3] = byte(h.Ack)
+		b[4] = byte(h.Ack >> 8)
+		off = 5
+	}
+	switch m & chanBitsPresent {
+	case 0: // lossless: nothing to write
+	case chanBitsPresent:
+		binary.LittleEndian.PutUint32(b[off:], h.AckBits)
+	default:
+		if m&1 != 0 {
+			b[off] = byte(h.AckBits)
+			off++
+		}
+		if m&2 != 0 {
+			b[off] = byte(h.AckBits >> 8)
+			off++
+		}
+		if m&4 != 0 {
+			b[off] = byte(h.AckBits >> 16)
+			off++
+		}
+		if m&8 != 0 {
+			b[off] = byte(h.AckBits >> 24)
+		}
+	}
+	return dst
+}
+
+// ParseChannelHeader decodes a channel header from the front of b and
+// returns it with the number of bytes read (3 to 9). Reserved prefix bits
+// set, a NoAck prefix with any ack bit set, an ack-bits byte of 0xFF that
+// was sent instead of omitted, or a full ack whose distance from seq would
+// have fit in one byte return ErrMalformed; input shorter than the prefix
+// says returns ErrShort. It never allocates.
+func ParseChannelHeader(b []byte) (ChannelHeader, int, error) {
+	if len(b) == 0 {
+		return ChannelHeader{}, 0, ErrShort
+	}
+	p := b[0]
+	if p&chanReserved != 0 {
+		return ChannelHeader{}, 0, ErrMalformed
+	}
+	if p&chanNoAck != 0 {
+		if p != chanNoAck {
+			return ChannelHeader{}, 0, ErrMalformed
+		}
+		if len(b) < ChannelHeaderMinLen {
+			return ChannelHeader{}, 0, ErrShort
+		}
+		return ChannelHeader{Seq: Seq(b[1]) | Seq(b[2])<<8, NoAck: true}, ChannelHeaderMinLen, nil
+	}
+	n := ChannelHeaderSteadyLen + bits.OnesCount8(p&chanBitsPresent) + int(^p>>4&1)
+	if len(b) < n {
+		return ChannelHeader{}, 0, ErrShort
+	}
+	var h ChannelHeader
+	h.Seq = Seq(b[1]) | Seq(b[2])<<8
+	off := 4
+	if p&chanShortAck != 0 {
+		h.Ack = h.Seq - Seq(b[3])
+	} else {
+		h.Ack = Seq(b[3]) | Seq(b[4])<<8
+		if uint16(h.Seq-h.Ack) <= 0xFF {
+			return ChannelHeader{}, 0, ErrMalformed
+		}
+		off = 5
+	}
+	ackBits := ^uint32(0)
+	if pm := p & chanBitsPresent; pm != 0 {
+		if pm == chanBitsPresent {
+			ackBits = binary.LittleEndian.Uint32(b[off:n])
+		} else {
+			if pm&1 != 0 {
+				ackBits = ackBits&^0x000000FF | uint32(b[off])
+				off++
+			}
+			if pm&2 != 0 {
+				ackBits = ackBits&^0x0000FF00 | uint32(b[off])<<8
+				off++
+			}
+			if pm&4 != 0 {
+				ackBits = ackBits&^0x00FF0000 | uint32(b[off])<<16
+				off++
+			}
+			if pm&8 != 0 {
+				ackBits = ackBits&^0xFF000000 | uint32(b[off])<<24
+			}
+		}
+		// A byte that was sent must differ from 0xFF, or it would have
+		// been omitted: the bytes that are not 0xFF are exactly the
+		// present ones.
+		if presentMask(ackBits) != pm {
+			return ChannelHeader{}, 0, ErrMalformed
+		}
+	}
+	h.AckBits = ackBits
+	return h, n, nil
+}
