@@ -61,6 +61,21 @@ func (r *refTracker) send(now time.Duration, rec *refRecord) (wire.Seq, []Event)
 	return r.seqOf(r.next - 1), evs
 }
 
+func (r *refTracker) skip() (wire.Seq, []Event) {
+	var evs []Event
+	if len(r.inflight) > 0 {
+		low := r.lowest()
+		if r.next-low >= int64(r.cfg.MaxInFlight) {
+			evs = r.resolve(evs, low, false, CauseEvicted)
+		}
+	}
+	r.next++
+	if len(r.inflight) == 0 {
+		r.oldest = r.next
+	}
+	return r.seqOf(r.next - 1), evs
+}
+
 func (r *refTracker) lowest() int64 {
 	for !r.hasInflight(r.oldest) {
 		r.oldest++
@@ -340,6 +355,17 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 			case rng.IntN(10) == 0:
 				seq, evs = tr.Send(evs[:0], now, NoRecord)
 				_, rev = ref.send(now, nil)
+			case rng.IntN(12) == 0: // an ack-only datagram: a seq with no verdict
+				seq, evs = tr.Skip(evs[:0])
+				seq2, rev2 := ref.skip()
+				if seq != seq2 {
+					t.Fatalf("skip: seq %d, reference %d", seq, seq2)
+				}
+				check("skip", evs, rev2)
+				if rng.Float64() >= loss {
+					toPeer = append(toPeer, seqInFlight{at: now + time.Duration(rng.Int64N(int64(maxDelay)+1)), seq: seq})
+				}
+				continue
 			case rng.IntN(6) == 0:
 				openTag, nextTag = nextTag, nextTag+1
 				openID = tr.Open(openTag)
@@ -447,6 +473,9 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 		}
 	}
 	st := tr.Stats()
+	if st.Skipped == 0 {
+		t.Fatal("no skipped seqs exercised")
+	}
 	if st.Sent != st.Acked+st.Lost || int(st.Sent) != led.seqEvents {
 		t.Fatalf("stats %+v, ledger saw %d seq verdicts", st, led.seqEvents)
 	}

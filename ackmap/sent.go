@@ -122,6 +122,7 @@ type SendStats struct {
 	LostBy           [numCauses]uint64 // seqs declared lost, indexed by Cause
 	RecordsConfirmed uint64
 	RecordsAbandoned uint64
+	Skipped          uint64  // seqs handed out by Skip (no verdict expected)
 	AcksUnsent       uint64  // ack headers refused with ErrAckUnsent
 	Timeouts         uint64  // Expire calls that declared at least one loss
 	LossRate         float64 // exponentially weighted (gain 1/64) fraction of verdicts that were losses
@@ -297,6 +298,35 @@ func (t *SendTracker) Send(dst []Event, now time.Duration, id RecordID) (wire.Se
 	t.sentAny = true
 	t.stats.Sent++
 	return seq, dst
+}
+
+// Skip assigns the next seq to a datagram that expects no verdict — an
+// ack-only datagram, which the peer does not ack (QUIC's non-ack-eliciting
+// packet) — and returns it. The seq is never pending and never reported; an
+// ack that names it is ignored. Like Send, it first evicts the oldest
+// unresolved seq if the span is full, since the span still covers skipped
+// seqs. O(1), no allocation.
+func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) {
+	if int(t.next-t.oldest) >= t.cfg.MaxInFlight {
+		dst = t.resolve(dst, t.oldest, false, CauseEvicted)
+		t.advanceOldest()
+	}
+	seq := t.next
+	t.next++
+	t.sentAny = true
+	t.stats.Skipped++
+	if t.pending == 0 {
+		t.oldest = t.next
+	}
+	return seq, dst
+}
+
+// InFlightRoom returns how many more seqs can be sent before the span of
+// unresolved seqs reaches MaxInFlight and a send evicts the oldest. A
+// sender that must not lose its own data to eviction (the pieces of a
+// large message) paces itself by it.
+func (t *SendTracker) InFlightRoom() int {
+	return t.cfg.MaxInFlight - int(t.next-t.oldest)
 }
 
 // SendOne is Open, Send and Seal for a datagram that is a record by itself.

@@ -380,3 +380,28 @@ func TestStaleRecordIDPanics(t *testing.T) {
 		}()
 	}
 }
+
+// Skipped seqs (ack-only datagrams) get no verdict, are ignored when acked,
+// and still count toward the in-flight span.
+func TestSkip(t *testing.T) {
+	tr := newTracker(t, Config{MaxInFlight: 4}, 0)
+	a, _ := tr.Send(nil, 0, NoRecord)
+	s1, _ := tr.Skip(nil)
+	s2, _ := tr.Skip(nil)
+	if tr.PendingCount() != 1 || tr.InFlightRoom() != 1 {
+		t.Fatalf("pending %d room %d", tr.PendingCount(), tr.InFlightRoom())
+	}
+	// An ack of the skipped seqs resolves nothing: they expect no verdict,
+	// and a is only 2 behind the ack (under the reorder threshold of 3).
+	if evs, _ := tr.OnAck(nil, ms, s2, bitsFor(s2, s1)); len(evs) != 0 {
+		t.Fatalf("ack of skipped seqs: %q", kinds(evs))
+	}
+	tr.Skip(nil)
+	_, evs := tr.Skip(nil) // span 0..4 reaches MaxInFlight: a is evicted
+	if got := kinds(evs); got != fmt.Sprintf("lost:%d/evicted ", a) {
+		t.Fatalf("skip past the span: %q", got)
+	}
+	if tr.PendingCount() != 0 || tr.Stats().Skipped != 4 {
+		t.Fatalf("pending %d stats %+v", tr.PendingCount(), tr.Stats())
+	}
+}
