@@ -1,0 +1,875 @@
+package transport
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tickwire/tickwire/ackmap"
+	"github.com/tickwire/tickwire/transport/fragment"
+	"github.com/tickwire/tickwire/wire"
+)
+
+// Delivery says how a message travelled.
+type Delivery uint8
+
+const (
+	// Unreliable: delivered at most once, in any order.
+	Unreliable Delivery = iota + 1
+	// Sequenced: unreliable, but only messages newer than the last one
+	// delivered on the same stream are delivered (newest wins).
+	Sequenced
+	// Reliable: delivered exactly once; in order within an ordered stream
+	// (stream ids 1..OrderedStreams), in any order on stream 0.
+	Reliable
+	// Record: a record send (SendRecord), such as an action-stream slice.
+	// Delivered at most once; the sender learns whether it arrived whole.
+	Record
+)
+
+// String returns the delivery mode's name.
+func (d Delivery) String() string {
+	switch d {
+	case Unreliable:
+		return "unreliable"
+	case Sequenced:
+		return "sequenced"
+	case Reliable:
+		return "reliable"
+	case Record:
+		return "record"
+	}
+	return "unknown"
+}
+
+// Message is one delivered message, as passed to Handler.OnMessage.
+type Message struct {
+	Delivery Delivery
+	// Stream is the stream id: the sequenced stream, or the reliable stream
+	// (0 = unordered). 0 for Unreliable and Record.
+	Stream uint8
+	// ID is the message's id on its stream (sequenced and reliable).
+	ID wire.Seq
+	// Payload is the message. It aliases a receive buffer and is valid only
+	// during the OnMessage call: copy what you keep.
+	Payload []byte
+}
+
+// Handler receives what a Channel delivers. Its methods are called on the
+// channel's goroutine, from inside Receive (messages, verdicts) and Flush
+// (verdicts from in-flight eviction). A handler may call the channel's Send
+// methods; what it sends goes out on the next Flush.
+type Handler interface {
+	// OnMessage delivers one message. m.Payload is valid only during the
+	// call.
+	OnMessage(m Message)
+	// OnRecord reports the verdict of a SendRecord: confirmed when every
+	// datagram it went out in was acked, abandoned (confirmed == false) at
+	// the first loss. Exactly one verdict per record.
+	OnRecord(tag uint64, confirmed bool)
+	// OnDisconnect reports a Disconnect frame from the peer.
+	OnDisconnect(reason wire.DisconnectReason)
+}
+
+// Sink takes the datagrams a Channel builds during Flush.
+type Sink interface {
+	// Buffer returns an empty buffer with capacity of at least the MTU for
+	// the next datagram. The channel appends to it and hands it to Commit.
+	Buffer() []byte
+	// Commit takes a finished datagram (a buffer from Buffer, extended).
+	// The sink owns it from then on; the channel never touches it again.
+	Commit(datagram []byte)
+}
+
+// manifestCap is the most reliable messages (or pieces) one datagram
+// carries; the packer starts a new datagram when it is reached.
+const manifestCap = 48
+
+// manifestEntry names one reliable message (or one piece of one) that rode
+// in a datagram, so that datagram's verdict reaches it.
+type manifestEntry struct {
+	id     wire.Seq
+	fragID wire.Seq
+	stream uint8
+	piece  uint8
+	frag   bool
+}
+
+// manifest lists what reliable content one in-flight datagram carried.
+type manifest struct {
+	n       uint8
+	entries [manifestCap]manifestEntry
+}
+
+// queued is a message accepted by Send and waiting for the next Flush; its
+// frame encoding lives in Channel.outArena.
+type queued struct {
+	off, n int32
+	tag    uint64
+	fragID wire.Seq // a large message's fragment message id, once its first piece went out
+	piece  uint8    // a large message's next piece to send
+}
+
+// Channel is the protocol state for one peer: seq/ack bookkeeping on every
+// datagram, reliable and sequenced streams, fragmentation and reassembly,
+// record sends with all-or-nothing verdicts, and statistics.
+//
+// A Channel does no I/O. Send methods queue messages; Flush packs them
+// into datagrams (into a Sink) once per tick; Receive takes one datagram from
+// the peer. It is not safe for concurrent use: one goroutine (the tick loop
+// or the event loop that owns the peer) drives it, and no lock is taken on
+// the per-datagram path.
+//
+// Memory is sized at construction and reused: message copies keep their
+// buffers' capacity, so steady-state traffic allocates nothing.
+type Channel struct {
+	cfg     Config
+	handler Handler
+	secret  uint64
+
+	tracker  *ackmap.SendTracker
+	history  ackmap.RecvHistory
+	events   []ackmap.Event
+	ackDirty bool // a fresh datagram with frames arrived since our last send
+
+	// Outgoing, between Flushes.
+	outArena  []byte
+	outMsgs   []queued // unreliable and sequenced frames, in Send order
+	outRecs   []queued // record frames
+	outBytes  int
+	seqNext   []wire.Seq // per sequenced stream
+	reliable  []*reliableSender
+	fragNext  wire.Seq // next fragment message id
+	manifests *ackmap.SeqBuffer[manifest]
+	closing   bool
+	closeWhy  wire.DisconnectReason
+
+	// Incoming.
+	assembler *fragment.Assembler
+	rrecv     []*reliableReceiver
+	seqRecv   []sequencedReceiver
+
+	// The datagram being built in Flush.
+	cur       []byte
+	man       manifest // reliable content of cur, copied to manifests at finish
+	curFrame  int      // frames in cur
+	curRec    ackmap.RecordID
+	sealAfter ackmap.RecordID // record to seal once cur is sent
+	curRedun  int             // redundant bytes in cur
+	sink      Sink
+	now       time.Duration
+	tick      uint64
+	sentAny   bool // a datagram left in this Flush
+	burst     int  // datagrams sent in this Flush
+	lastSend  time.Duration
+
+	stats ChannelStats
+}
+
+// NewChannel returns a channel for one peer. first is the seq of its first
+// datagram (pick it at random per session); secret is the session secret
+// every datagram carries in its session header; h receives deliveries.
+func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	tr, err := ackmap.NewSendTracker(cfg.Ack, first)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := fragment.NewAssembler(fragment.AssemblerConfig{
+		MTU:            cfg.MTU,
+		MaxPartial:     cfg.MaxPartial,
+		ExpireTicks:    uint64(cfg.FragmentExpiry),
+		MaxMessageSize: cfg.MaxMessageSize + maxFraming,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	c := &Channel{
+		cfg:       cfg,
+		handler:   h,
+		secret:    secret,
+		tracker:   tr,
+		manifests: ackmap.NewSeqBuffer[manifest](tr.Config().MaxInFlight),
+		assembler: asm,
+		seqNext:   make([]wire.Seq, cfg.SequencedStreams),
+		seqRecv:   make([]sequencedReceiver, cfg.SequencedStreams),
+		events:    make([]ackmap.Event, 0, 64),
+	}
+	for s := 0; s <= cfg.OrderedStreams; s++ {
+		c.reliable = append(c.reliable, newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes))
+		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
+	}
+	return c, nil
+}
+
+// Config returns the channel's config with defaults applied.
+func (c *Channel) Config() Config { return c.cfg }
+
+// MaxSinglePayload returns the largest payload that travels in one
+// datagram (not fragmented) with the given delivery mode; one byte more is
+// fragmented (scenario S-C1).
+func (c *Channel) MaxSinglePayload(d Delivery) int {
+	return wire.FramePayloadRoom(frameTypeOf(d), c.cfg.MTU-datagramOverhead)
+}
+
+func frameTypeOf(d Delivery) wire.FrameType {
+	switch d {
+	case Sequenced:
+		return wire.FrameSequenced
+	case Reliable:
+		return wire.FrameReliable
+	case Record:
+		return wire.FrameActionStream
+	}
+	return wire.FrameUnreliable
+}
+
+// SendUnreliable queues p to go out once, unacknowledged, on the next
+// Flush. p is copied; the caller may reuse it at once (S-A4).
+func (c *Channel) SendUnreliable(p []byte) error {
+	if err := c.checkQueued(len(p)); err != nil {
+		return err
+	}
+	off := len(c.outArena)
+	c.outArena = wire.AppendUnreliableFrame(c.outArena, wire.UnreliableFrame{Payload: p})
+	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off)})
+	c.outBytes += len(c.outArena) - off
+	return nil
+}
+
+// SendSequenced queues p on sequenced stream s: unreliable, and the peer
+// delivers it only if it is newer than the last message it delivered on s.
+// p is copied.
+func (c *Channel) SendSequenced(s uint8, p []byte) error {
+	if int(s) >= len(c.seqNext) {
+		return ErrNoStream
+	}
+	if err := c.checkQueued(len(p)); err != nil {
+		return err
+	}
+	off := len(c.outArena)
+	c.outArena = wire.AppendSequencedFrame(c.outArena, wire.SequencedFrame{Stream: s, Seq: c.seqNext[s], Payload: p})
+	c.seqNext[s]++
+	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off)})
+	c.outBytes += len(c.outArena) - off
+	return nil
+}
+
+// SendReliable queues p on reliable stream s (0 = unordered, 1..N
+// ordered) and returns its message id. It is delivered exactly once;
+// until acked it is re-sent on loss and, if small, rides redundantly in
+// the next datagrams. A full stream returns ErrQueueFull and accepts
+// nothing. p is copied.
+func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
+	if int(s) >= len(c.reliable) {
+		return 0, ErrNoStream
+	}
+	if len(p) > c.cfg.MaxMessageSize {
+		return 0, ErrTooLarge
+	}
+	rs := c.reliable[s]
+	f := wire.ReliableFrame{Stream: s, MessageID: rs.next, Payload: p}
+	sl, err := rs.push(wire.ReliableFrameLen(f))
+	if err != nil {
+		return 0, err
+	}
+	sl.buf = wire.AppendReliableFrame(sl.buf, f)
+	return sl.id, nil
+}
+
+// SendRecord queues p as a record send: it goes out in one datagram, or
+// fragmented over several (at most MaxRecordSize bytes), all owned by one
+// record, and Handler.OnRecord
+// later reports (tag, true) if every one of those datagrams was acked or
+// (tag, false) at the first loss. The peer receives it as a Record
+// message, at most once. This is what the action stream uses: a frame
+// range is credited only when the whole slice provably arrived. p is
+// copied.
+func (c *Channel) SendRecord(tag uint64, p []byte) error {
+	if len(p) > c.MaxRecordSize() {
+		return ErrTooLarge
+	}
+	if len(c.outRecs) >= c.cfg.RecordQueue {
+		return ErrQueueFull
+	}
+	off := len(c.outArena)
+	c.outArena = wire.AppendActionStreamFrame(c.outArena, wire.ActionStreamFrame{Payload: p})
+	c.outRecs = append(c.outRecs, queued{off: int32(off), n: int32(len(c.outArena) - off), tag: tag})
+	return nil
+}
+
+// Disconnect queues a Disconnect frame with reason for the next Flush.
+func (c *Channel) Disconnect(reason wire.DisconnectReason) {
+	c.closing, c.closeWhy = true, reason
+}
+
+func (c *Channel) checkQueued(n int) error {
+	if n > c.cfg.MaxMessageSize {
+		return ErrTooLarge
+	}
+	if c.outBytes+n > c.cfg.UnreliableBytes {
+		return ErrQueueFull
+	}
+	return nil
+}
+
+// PendingCount returns how many sent datagrams have no ack/loss verdict yet.
+func (c *Channel) PendingCount() int { return c.tracker.PendingCount() }
+
+// Flush packs everything queued since the last Flush — records, reliable
+// messages due for (re)transmission, sequenced and unreliable messages,
+// redundant copies of unacked reliable messages, a keep-alive or a
+// standalone ack when needed — into datagrams handed to sink, and resolves
+// time-outs. now is the channel's clock; tick counts Flush calls (fragment
+// expiry and once-per-tick rules use it). Call it once per tick.
+func (c *Channel) Flush(now time.Duration, tick uint64, sink Sink) {
+	c.now, c.tick, c.sink, c.sentAny, c.burst = now, tick, sink, false, 0
+	c.dispatch(c.tracker.Expire(c.events[:0], now))
+	c.assembler.Expire(tick)
+
+	if c.closing && c.room(wire.DisconnectFrameLen) {
+		c.cur = wire.AppendDisconnectFrame(c.cur, wire.DisconnectFrame{Reason: c.closeWhy})
+		c.curFrame++
+		c.closing = false
+	}
+	c.flushRecords()
+	c.flushReliable()
+	c.flushQueued()
+	c.flushRedundant()
+	switch {
+	case c.cur != nil || c.sentAny:
+	case c.ackDirty:
+		c.room(0) // a standalone ack: a datagram with no frames (S-B4)
+	case now-c.lastSend >= keepAliveAfter && c.room(wire.KeepAliveFrameLen):
+		c.cur = wire.AppendKeepAliveFrame(c.cur, wire.KeepAliveFrame{})
+		c.curFrame++
+	}
+	c.finish()
+	c.compactArena()
+	c.sink = nil
+}
+
+// keepAliveAfter is how long a channel stays silent before Flush sends a
+// keep-alive, so the peer's idle time-out sees it alive and its acks flow.
+const keepAliveAfter = 250 * time.Millisecond
+
+// flushRecords sends queued records in order. A record goes out whole in
+// this Flush or waits: its datagrams must all fit the in-flight window and
+// this Flush's datagram budget, since one evicted datagram would abandon it.
+func (c *Channel) flushRecords() {
+	single := c.cfg.MTU - datagramOverhead
+	piece := fragment.PieceSize(c.cfg.MTU)
+	n := len(c.outRecs) // records queued by a handler during this Flush wait for the next
+	sent := 0
+	for ; sent < n; sent++ {
+		q := c.outRecs[sent]
+		frame := c.outArena[q.off : q.off+q.n]
+		count := 1
+		if len(frame) > single {
+			count = (len(frame) + piece - 1) / piece
+		}
+		if count > 1 || c.curRec != ackmap.NoRecord || !c.fits(len(frame)) {
+			// The record needs fresh datagrams: check they are all there.
+			c.finish()
+			if c.burst+count > c.cfg.MaxDatagramsPerFlush || c.tracker.InFlightRoom() < count {
+				break
+			}
+		}
+		id := c.tracker.Open(q.tag)
+		if count == 1 {
+			c.room(len(frame))
+			c.cur = append(c.cur, frame...)
+			c.curFrame++
+			c.curRec, c.sealAfter = id, id
+			continue
+		}
+		fragID := c.nextFragID()
+		for k := 0; k < count; k++ {
+			f := pieceOf(frame, wire.FrameActionStream, fragID, k, count, piece)
+			if c.curRec != ackmap.NoRecord || !c.fits(wire.FragmentFrameLen(f)) {
+				c.finish()
+			}
+			c.room(wire.FragmentFrameLen(f))
+			c.cur = wire.AppendFragmentFrame(c.cur, f)
+			c.curFrame++
+			c.stats.FragmentsSent++
+			c.curRec = id
+		}
+		c.sealAfter = id
+	}
+	c.outRecs = append(c.outRecs[:0], c.outRecs[sent:]...)
+}
+
+// flushReliable sends every reliable message that is due: new ones, and
+// ones a loss verdict marked for re-sending, until this Flush's datagram
+// budget runs out (the rest stay due for the next).
+func (c *Channel) flushReliable() {
+	for s, rs := range c.reliable {
+		for id := rs.oldest; id != rs.next; id++ {
+			sl := rs.slot(id)
+			if sl == nil || sl.lastSent == c.tick && sl.sent {
+				continue
+			}
+			if len(sl.buf) > c.cfg.MTU-datagramOverhead {
+				if !c.sendLarge(uint8(s), sl) {
+					return
+				}
+				continue
+			}
+			if sl.sent && !sl.resend {
+				continue // in flight; the redundancy pass may add a copy
+			}
+			if c.man.n == manifestCap && c.cur != nil {
+				c.finish()
+			}
+			if !c.room(len(sl.buf)) {
+				return
+			}
+			if sl.sent {
+				c.stats.ReliableResent++
+			}
+			c.cur = append(c.cur, sl.buf...)
+			c.curFrame++
+			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
+			sl.sent, sl.resend, sl.lastSent, sl.state = true, false, c.tick, msgInFlight
+		}
+	}
+}
+
+// sendLarge sends the due pieces of a fragmented reliable message, starting
+// a fresh attempt (all pieces, a new fragment message id) if the previous
+// one has been out as long as the receiver keeps a partial assembly
+// (FragmentExpiry ticks, assuming both ends tick at the same rate). Pieces
+// are paced by the in-flight window — sending more than it holds would
+// evict the message's own pieces as lost before their acks could arrive —
+// and by the datagram budget. It reports false when it stopped for either.
+func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
+	piece := fragment.PieceSize(c.cfg.MTU)
+	if !sl.sent || c.tick-sl.attempt >= uint64(c.cfg.FragmentExpiry) {
+		if sl.sent {
+			c.stats.FragmentRestarts++
+		}
+		sl.frags = (len(sl.buf) + piece - 1) / piece
+		sl.fragID, sl.attempt = c.nextFragID(), c.tick
+		sl.acked, sl.due, sl.sentMask, sl.ackedN = [4]uint64{}, [4]uint64{}, [4]uint64{}, 0
+		for i := 0; i < sl.frags; i++ {
+			setBit(&sl.due, i)
+		}
+	}
+	sl.sent, sl.state = true, msgInFlight
+	for i := 0; i < sl.frags; i++ {
+		if !bitSet(&sl.due, i) {
+			continue
+		}
+		f := pieceOf(sl.buf, wire.FrameReliable, sl.fragID, i, sl.frags, piece)
+		if c.man.n == manifestCap && c.cur != nil {
+			c.finish()
+		}
+		if c.inFlightRoom() <= c.pieceMargin() || !c.room(wire.FragmentFrameLen(f)) {
+			return false // paced: the rest go out as acks make room
+		}
+		if bitSet(&sl.sentMask, i) {
+			c.stats.ReliableResent++
+		}
+		setBit(&sl.sentMask, i)
+		clearBit(&sl.due, i)
+		c.cur = wire.AppendFragmentFrame(c.cur, f)
+		c.curFrame++
+		c.stats.FragmentsSent++
+		c.note(manifestEntry{id: sl.id, fragID: sl.fragID, stream: stream, piece: uint8(i), frag: true})
+		sl.lastSent = c.tick
+	}
+	return true
+}
+
+// flushQueued sends queued unreliable and sequenced messages in order. A
+// large one goes out piece by piece, paced like reliable pieces; what does
+// not fit this Flush waits for the next, in order.
+func (c *Channel) flushQueued() {
+	single := c.cfg.MTU - datagramOverhead
+	piece := fragment.PieceSize(c.cfg.MTU)
+	n := len(c.outMsgs) // messages queued by a handler during this Flush wait for the next
+	done := 0
+	for ; done < n; done++ {
+		q := &c.outMsgs[done]
+		frame := c.outArena[q.off : q.off+q.n]
+		if len(frame) <= single {
+			if !c.room(len(frame)) {
+				break
+			}
+			c.cur = append(c.cur, frame...)
+			c.curFrame++
+			continue
+		}
+		count := (len(frame) + piece - 1) / piece
+		if q.piece == 0 {
+			q.fragID = c.nextFragID()
+		}
+		for ; int(q.piece) < count; q.piece++ {
+			f := pieceOf(frame, wire.FrameType(frame[0]), q.fragID, int(q.piece), count, piece)
+			if c.inFlightRoom() <= c.pieceMargin() || !c.room(wire.FragmentFrameLen(f)) {
+				break
+			}
+			c.cur = wire.AppendFragmentFrame(c.cur, f)
+			c.curFrame++
+			c.stats.FragmentsSent++
+		}
+		if int(q.piece) < count {
+			break
+		}
+	}
+	c.outMsgs = append(c.outMsgs[:0], c.outMsgs[done:]...)
+	c.outBytes = 0
+	for _, q := range c.outMsgs {
+		c.outBytes += int(q.n)
+	}
+}
+
+// compactArena drops the frame bytes of messages already sent, keeping those
+// queued by a handler during Flush at the front of the arena.
+func (c *Channel) compactArena() {
+	if len(c.outMsgs) == 0 && len(c.outRecs) == 0 {
+		c.outArena = c.outArena[:0]
+		return
+	}
+	// Walk both queues in arena order, moving each frame to the front; a
+	// frame only ever moves toward lower offsets, over bytes already moved
+	// or already sent.
+	var off int32
+	i, j := 0, 0
+	for i < len(c.outRecs) || j < len(c.outMsgs) {
+		var q *queued
+		if j == len(c.outMsgs) || i < len(c.outRecs) && c.outRecs[i].off < c.outMsgs[j].off {
+			q, i = &c.outRecs[i], i+1
+		} else {
+			q, j = &c.outMsgs[j], j+1
+		}
+		copy(c.outArena[off:], c.outArena[q.off:q.off+q.n])
+		q.off = off
+		off += q.n
+	}
+	c.outArena = c.outArena[:off]
+}
+
+// flushRedundant lets unacked small reliable messages ride again, oldest
+// first, each at most once per tick: in the room the tick's last datagram
+// has left, up to RedundancyBytes, or — if nothing else went out this tick —
+// in a datagram of their own. A lost message then costs one tick, not a
+// loss verdict's round trip.
+func (c *Channel) flushRedundant() {
+	budget := c.cfg.RedundancyBytes
+	if budget <= 0 || (c.cur == nil && c.sentAny) {
+		return
+	}
+	for s, rs := range c.reliable {
+		for id := rs.oldest; id != rs.next; id++ {
+			sl := rs.slot(id)
+			if sl == nil || !sl.sent || sl.frags != 0 || sl.lastSent == c.tick || len(sl.buf) > budget {
+				continue
+			}
+			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.cfg.MTU || c.man.n == manifestCap) {
+				return // this tick's redundancy budget is spent
+			}
+			if !c.room(len(sl.buf)) {
+				return
+			}
+			c.cur = append(c.cur, sl.buf...)
+			c.curFrame++
+			c.curRedun += len(sl.buf)
+			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
+			sl.lastSent = c.tick
+			c.stats.RedundantCopies++
+		}
+	}
+}
+
+// pieceOf returns fragment i of count of frame, each pieceSize bytes but
+// the last.
+func pieceOf(frame []byte, mode wire.FrameType, fragID wire.Seq, i, count, pieceSize int) wire.FragmentFrame {
+	end := min((i+1)*pieceSize, len(frame))
+	return wire.FragmentFrame{Mode: mode, MessageID: fragID, Index: uint8(i), Count: uint8(count), Payload: frame[i*pieceSize : end]}
+}
+
+// inFlightRoom is how many more datagrams fit the in-flight window,
+// counting the one being built.
+func (c *Channel) inFlightRoom() int {
+	room := c.tracker.InFlightRoom()
+	if c.cur != nil {
+		room--
+	}
+	return room
+}
+
+// pieceMargin is the in-flight room fragment pieces leave for other
+// traffic.
+func (c *Channel) pieceMargin() int { return c.tracker.Config().MaxInFlight / 8 }
+
+// MaxRecordSize returns the largest payload SendRecord accepts: a record's
+// datagrams go out together in one Flush and must all be in flight at once
+// (its verdict needs every one acked), so it spans at most half the
+// in-flight window and at most MaxDatagramsPerFlush datagrams.
+func (c *Channel) MaxRecordSize() int {
+	pieces := min(wire.MaxFragments, c.tracker.Config().MaxInFlight/2, c.cfg.MaxDatagramsPerFlush)
+	return min(c.cfg.MaxMessageSize, pieces*fragment.PieceSize(c.cfg.MTU)-maxFraming)
+}
+
+func (c *Channel) nextFragID() wire.Seq {
+	id := c.fragNext
+	c.fragNext++
+	return id
+}
+
+// begin starts a datagram: session header, channel header.
+func (c *Channel) begin() {
+	c.cur = c.sink.Buffer()[:0]
+	c.cur = wire.AppendSessionHeader(c.cur, wire.SessionHeader{Secret: c.secret})
+	h := wire.ChannelHeader{Seq: c.tracker.NextSeq()}
+	var ok bool
+	h.Ack, h.AckBits, ok = c.history.Ack()
+	h.NoAck = !ok
+	c.cur = wire.AppendChannelHeader(c.cur, h)
+	c.man.n = 0
+	c.curFrame, c.curRec, c.curRedun = 0, ackmap.NoRecord, 0
+}
+
+// room makes sure a datagram is open with n more bytes of room, finishing
+// the open one first if it lacks them. It returns false, with nothing open,
+// when a new datagram is needed but this Flush has sent
+// MaxDatagramsPerFlush already.
+func (c *Channel) room(n int) bool {
+	if c.cur != nil && len(c.cur)+n <= c.cfg.MTU {
+		return true
+	}
+	c.finish()
+	if c.burst >= c.cfg.MaxDatagramsPerFlush {
+		return false
+	}
+	c.begin()
+	return true
+}
+
+// fits reports whether n more bytes fit the open datagram.
+func (c *Channel) fits(n int) bool { return c.cur != nil && len(c.cur)+n <= c.cfg.MTU }
+
+// note records that the open datagram carries e.
+func (c *Channel) note(e manifestEntry) {
+	c.man.entries[c.man.n] = e
+	c.man.n++
+}
+
+// finish hands the datagram being built to the sink and gives it its seq.
+func (c *Channel) finish() {
+	if c.cur == nil {
+		return
+	}
+	var seq wire.Seq
+	var evs []ackmap.Event
+	if c.curFrame == 0 {
+		// A standalone ack elicits no ack, so it expects no verdict.
+		seq, evs = c.tracker.Skip(c.events[:0])
+	} else {
+		seq, evs = c.tracker.Send(c.events[:0], c.now, c.curRec)
+	}
+	if c.man.n > 0 {
+		*c.manifests.Insert(seq) = c.man
+	}
+	if c.sealAfter != ackmap.NoRecord && c.sealAfter == c.curRec {
+		evs = c.tracker.Seal(evs, c.sealAfter)
+		c.sealAfter = ackmap.NoRecord
+	}
+	c.stats.DatagramsSent++
+	c.stats.BytesSent += uint64(len(c.cur))
+	if c.curFrame == 0 {
+		c.stats.AckOnlySent++
+	}
+	c.sink.Commit(c.cur)
+	c.cur, c.sentAny, c.ackDirty, c.lastSend = nil, true, false, c.now
+	c.burst++
+	c.dispatch(evs)
+}
+
+// Receive processes one datagram from the peer: b starts at the channel
+// header (the caller has checked the session header). Every frame is
+// validated before any is applied; a malformed datagram is dropped whole,
+// counted, and returned as an error wrapping ErrMalformed. Duplicates and
+// seqs too old to judge are dropped and counted without error. Deliveries
+// and verdicts reach the Handler before Receive returns. tick is the
+// current tick (fragment expiry counts ticks).
+func (c *Channel) Receive(now time.Duration, tick uint64, b []byte) error {
+	c.stats.DatagramsReceived++
+	c.stats.BytesReceived += uint64(len(b))
+	h, n, err := wire.ParseChannelHeader(b)
+	if err != nil {
+		c.stats.Malformed++
+		return fmt.Errorf("%w: channel header: %w", ErrMalformed, err)
+	}
+	frames := b[n:]
+	for rest := frames; len(rest) > 0; {
+		_, k, err := wire.SkipFrame(rest)
+		if err != nil {
+			c.stats.Malformed++
+			return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
+		}
+		rest = rest[k:]
+	}
+	switch c.history.Record(h.Seq) {
+	case ackmap.RecvDuplicate:
+		c.stats.Duplicates++
+		return nil
+	case ackmap.RecvTooOld:
+		c.stats.TooOld++
+		return nil
+	}
+	if !h.NoAck {
+		evs, err := c.tracker.OnAck(c.events[:0], now, h.Ack, h.AckBits)
+		if err != nil {
+			c.stats.AcksRefused++
+		}
+		c.dispatch(evs)
+	}
+	if len(frames) > 0 {
+		c.ackDirty = true
+	} else {
+		c.stats.AckOnlyReceived++
+	}
+	for len(frames) > 0 {
+		t, k, _ := wire.SkipFrame(frames) // validated above
+		c.deliverFrame(t, frames[:k], tick, true)
+		frames = frames[k:]
+	}
+	return nil
+}
+
+// deliverFrame applies one validated frame. Fragments are reassembled and
+// the whole message delivered as the frame it encodes (never another
+// fragment).
+func (c *Channel) deliverFrame(t wire.FrameType, f []byte, tick uint64, allowFragment bool) {
+	switch t {
+	case wire.FrameUnreliable:
+		u, _, _ := wire.ParseUnreliableFrame(f)
+		c.deliver(Message{Delivery: Unreliable, Payload: u.Payload})
+	case wire.FrameSequenced:
+		s, _, _ := wire.ParseSequencedFrame(f)
+		if int(s.Stream) >= len(c.seqRecv) {
+			c.stats.BadStream++
+			return
+		}
+		if !c.seqRecv[s.Stream].accept(s.Seq) {
+			c.stats.SequencedStale++
+			return
+		}
+		c.deliver(Message{Delivery: Sequenced, Stream: s.Stream, ID: s.Seq, Payload: s.Payload})
+	case wire.FrameReliable:
+		r, _, _ := wire.ParseReliableFrame(f)
+		c.receiveReliable(r)
+	case wire.FrameActionStream:
+		a, _, _ := wire.ParseActionStreamFrame(f)
+		c.deliver(Message{Delivery: Record, Payload: a.Payload})
+	case wire.FrameFragment:
+		if !allowFragment {
+			c.stats.Malformed++
+			return
+		}
+		fr, _, _ := wire.ParseFragmentFrame(f)
+		msg, err := c.assembler.Add(fr, tick)
+		if err != nil {
+			c.stats.FragmentsRefused++
+			return
+		}
+		if msg == nil {
+			return
+		}
+		mt, n, err := wire.SkipFrame(msg)
+		if err != nil || n != len(msg) || mt != fr.Mode {
+			c.stats.Malformed++
+			return
+		}
+		c.deliverFrame(mt, msg, tick, false)
+	case wire.FrameDisconnect:
+		d, _, _ := wire.ParseDisconnectFrame(f)
+		c.handler.OnDisconnect(d.Reason)
+	case wire.FrameKeepAlive:
+	}
+}
+
+func (c *Channel) receiveReliable(r wire.ReliableFrame) {
+	if int(r.Stream) >= len(c.rrecv) {
+		c.stats.BadStream++
+		return
+	}
+	rr := c.rrecv[r.Stream]
+	switch rr.accept(r.MessageID, r.Payload) {
+	case recvDuplicate:
+		c.stats.ReliableDuplicates++
+	case recvOutside:
+		c.stats.ReliableOutside++
+	case recvOverflow:
+		c.stats.ReliableOverflow++
+	case recvBuffered:
+		c.stats.ReliableBuffered++
+	case recvDeliver:
+		c.deliver(Message{Delivery: Reliable, Stream: r.Stream, ID: r.MessageID, Payload: r.Payload})
+		if !rr.ordered {
+			return
+		}
+		for {
+			id := rr.next + 1
+			p, ok := rr.delivered()
+			if !ok {
+				return
+			}
+			c.deliver(Message{Delivery: Reliable, Stream: r.Stream, ID: id, Payload: p})
+		}
+	}
+}
+
+func (c *Channel) deliver(m Message) {
+	c.stats.Delivered[m.Delivery]++
+	c.handler.OnMessage(m)
+}
+
+// dispatch routes ack/loss verdicts to the reliable messages and records
+// that the datagrams carried.
+func (c *Channel) dispatch(evs []ackmap.Event) {
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Kind {
+		case ackmap.SeqAcked, ackmap.SeqLost:
+			m := c.manifests.Get(ev.Seq)
+			if m == nil {
+				continue
+			}
+			acked := ev.Kind == ackmap.SeqAcked
+			for _, e := range m.entries[:m.n] {
+				rs := c.reliable[e.stream]
+				switch {
+				case e.frag && acked:
+					rs.ackPiece(e.id, e.fragID, int(e.piece))
+				case e.frag:
+					rs.lostPiece(e.id, e.fragID, int(e.piece))
+				case acked:
+					rs.ackWhole(e.id)
+				default:
+					rs.lostWhole(e.id)
+				}
+			}
+			c.manifests.Remove(ev.Seq)
+		case ackmap.RecordConfirmed:
+			c.handler.OnRecord(ev.Tag, true)
+		case ackmap.RecordAbandoned:
+			c.handler.OnRecord(ev.Tag, false)
+		}
+	}
+}
+
+// reliableIdle reports whether no reliable message is waiting for an ack.
+func (c *Channel) reliableIdle() bool {
+	for _, rs := range c.reliable {
+		if rs.unacked > 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,160 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/tickwire/tickwire/ackmap"
+)
+
+// Defaults applied by Config for zero-valued fields.
+const (
+	DefaultMTU              = 1200
+	MinMTU                  = 576
+	MaxMTU                  = 1472
+	DefaultOrderedStreams   = 4
+	DefaultSequencedStreams = 4
+	DefaultReliableWindow   = 256
+	DefaultReliableBytes    = 1 << 20
+	DefaultRedundancyBytes  = 512
+	DefaultUnreliableBytes  = 256 << 10
+	DefaultRecordQueue      = 64
+	DefaultFragmentExpiry   = 120
+	DefaultMaxPartial       = 8
+	DefaultMaxDatagrams     = 32
+	// NoRedundancy, as Config.RedundancyBytes, turns redundant re-sending
+	// of unacked reliable messages off.
+	NoRedundancy = -1
+)
+
+// Config tunes a Channel (and, later, an Endpoint's channels). The zero
+// value means every default; each field says its default and range.
+// Validate reports the first field out of range; copies are independent.
+type Config struct {
+	// MTU is the largest datagram sent, headers included. Both peers must
+	// use the same value (the handshake carries it). Default 1200 — safe
+	// on the open internet; range [576, 1472].
+	MTU int
+
+	// Ack tunes the sequence bookkeeping (in-flight window, loss
+	// threshold, time-outs). See ackmap.Config.
+	Ack ackmap.Config
+
+	// OrderedStreams is the number of reliable-ordered streams, ids 1..N
+	// (id 0 is the reliable-unordered stream). A stalled stream never
+	// blocks another. Default 4; range [1, 255].
+	OrderedStreams int
+
+	// SequencedStreams is the number of unreliable-sequenced streams, ids
+	// 0..N−1. Default 4; range [1, 256].
+	SequencedStreams int
+
+	// ReliableWindow is the most messages a reliable stream holds unacked;
+	// a send beyond it fails with ErrQueueFull. The receiver buffers at most
+	// this many out-of-order messages per ordered stream. Default 256; a
+	// power of two in [16, 16384].
+	ReliableWindow int
+
+	// ReliableBytes caps the payload bytes a reliable stream holds unacked
+	// (send side) and buffers out of order (receive side). Default 1 MiB,
+	// or one largest message if that is more; at least that.
+	ReliableBytes int
+
+	// RedundancyBytes is the per-datagram budget for riding unacked small
+	// reliable messages again in the next datagrams until they are acked,
+	// so a lost message costs one tick rather than a loss verdict's round
+	// trip. A message rides again at most once per tick, oldest first, and
+	// only if it is no larger than the budget. Default 512; NoRedundancy
+	// (−1) turns it off; range [−1, MTU].
+	RedundancyBytes int
+
+	// UnreliableBytes caps the unreliable and sequenced bytes queued and
+	// not yet sent; beyond it Send returns ErrQueueFull. Default 256 KiB,
+	// or one largest message if that is more; at least that.
+	UnreliableBytes int
+
+	// RecordQueue caps the record sends (SendRecord) queued between two
+	// Flushes. Default 64.
+	RecordQueue int
+
+	// FragmentExpiry is how many ticks a partly received fragmented
+	// message is kept before it is discarded. Default 120 (2 s at 60 Hz).
+	FragmentExpiry int
+
+	// MaxPartial is how many fragmented messages may be partly received at
+	// once; a new one beyond it evicts the oldest. Default 8.
+	MaxPartial int
+
+	// MaxDatagramsPerFlush caps the datagrams one Flush sends; what does not
+	// fit waits for the next Flush, in order. The default, 32, is the ack
+	// window less one, so the peer's next ack covers a whole burst. Raise
+	// it for bulk transfer with frequent Flushes; range [1, 4096].
+	MaxDatagramsPerFlush int
+
+	// MaxMessageSize is the largest message accepted by Send, after
+	// framing. It may not exceed what 255 fragments carry at this MTU
+	// (MaxMessageSizeFor), which is also the default.
+	MaxMessageSize int
+}
+
+// withDefaults returns c with zero fields replaced by defaults.
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MTU, DefaultMTU)
+	def(&c.OrderedStreams, DefaultOrderedStreams)
+	def(&c.SequencedStreams, DefaultSequencedStreams)
+	def(&c.ReliableWindow, DefaultReliableWindow)
+	def(&c.RedundancyBytes, DefaultRedundancyBytes)
+	def(&c.RecordQueue, DefaultRecordQueue)
+	def(&c.FragmentExpiry, DefaultFragmentExpiry)
+	def(&c.MaxPartial, DefaultMaxPartial)
+	def(&c.MaxDatagramsPerFlush, DefaultMaxDatagrams)
+	if c.MTU >= MinMTU && c.MTU <= MaxMTU {
+		def(&c.MaxMessageSize, MaxMessageSizeFor(c.MTU))
+	}
+	def(&c.ReliableBytes, max(DefaultReliableBytes, c.MaxMessageSize+maxFraming))
+	def(&c.UnreliableBytes, max(DefaultUnreliableBytes, c.MaxMessageSize+maxFraming))
+	return c
+}
+
+// Validate reports the first field out of range, after defaults are
+// applied, as an error wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.MTU < MinMTU || c.MTU > MaxMTU:
+		return bad("MTU %d not in [%d, %d]", c.MTU, MinMTU, MaxMTU)
+	case c.OrderedStreams < 1 || c.OrderedStreams > 255:
+		return bad("OrderedStreams %d not in [1, 255]", c.OrderedStreams)
+	case c.SequencedStreams < 1 || c.SequencedStreams > 256:
+		return bad("SequencedStreams %d not in [1, 256]", c.SequencedStreams)
+	case c.ReliableWindow < 16 || c.ReliableWindow > 16384 || c.ReliableWindow&(c.ReliableWindow-1) != 0:
+		return bad("ReliableWindow %d not a power of two in [16, 16384]", c.ReliableWindow)
+	case c.RedundancyBytes < NoRedundancy || c.RedundancyBytes > c.MTU:
+		return bad("RedundancyBytes %d not in [-1, MTU]", c.RedundancyBytes)
+	case c.UnreliableBytes < c.MaxMessageSize+maxFraming:
+		return bad("UnreliableBytes %d below MaxMessageSize %d + framing", c.UnreliableBytes, c.MaxMessageSize)
+	case c.RecordQueue < 1:
+		return bad("RecordQueue %d below 1", c.RecordQueue)
+	case c.FragmentExpiry < 1:
+		return bad("FragmentExpiry %d below 1", c.FragmentExpiry)
+	case c.MaxPartial < 1:
+		return bad("MaxPartial %d below 1", c.MaxPartial)
+	case c.MaxDatagramsPerFlush < 1 || c.MaxDatagramsPerFlush > 4096:
+		return bad("MaxDatagramsPerFlush %d not in [1, 4096]", c.MaxDatagramsPerFlush)
+	case c.MaxMessageSize < 1 || c.MaxMessageSize > MaxMessageSizeFor(c.MTU):
+		return bad("MaxMessageSize %d not in [1, %d] at MTU %d", c.MaxMessageSize, MaxMessageSizeFor(c.MTU), c.MTU)
+	case c.ReliableBytes < c.MaxMessageSize+maxFraming:
+		return bad("ReliableBytes %d below MaxMessageSize %d + framing", c.ReliableBytes, c.MaxMessageSize)
+	}
+	if err := c.Ack.Validate(); err != nil {
+		return fmt.Errorf("%w: Ack: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

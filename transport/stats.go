@@ -1,0 +1,64 @@
+package transport
+
+import (
+	"time"
+
+	"github.com/tickwire/tickwire/ackmap"
+	"github.com/tickwire/tickwire/transport/fragment"
+)
+
+// ChannelStats are one channel's counters. Every datagram or message that
+// is dropped is counted under the reason it was dropped for. Reading them
+// (Channel.Stats) is a struct copy; they are not synchronised, so read them
+// on the channel's goroutine.
+type ChannelStats struct {
+	DatagramsSent     uint64
+	BytesSent         uint64
+	AckOnlySent       uint64 // standalone acks: datagrams with no frames
+	DatagramsReceived uint64
+	BytesReceived     uint64
+	AckOnlyReceived   uint64
+
+	// Receive-side drops, by reason.
+	Malformed          uint64 // undecodable datagram (dropped whole) or reassembled message
+	Duplicates         uint64 // datagram seq already received
+	TooOld             uint64 // datagram seq too far behind to judge
+	AcksRefused        uint64 // ack header naming a seq we never sent
+	BadStream          uint64 // frame for a stream id that is not configured
+	SequencedStale     uint64 // sequenced message not newer than the last delivered
+	ReliableDuplicates uint64 // reliable message already delivered or buffered
+	ReliableOutside    uint64 // reliable message beyond the receive window
+	ReliableOverflow   uint64 // out-of-order reliable message over the buffer's byte cap (re-sent later)
+	FragmentsRefused   uint64 // fragment the assembler refused (see Fragments for why)
+
+	ReliableBuffered uint64 // ordered messages held for an earlier gap
+	Delivered        [5]uint64
+
+	// Send side.
+	ReliableResent   uint64 // reliable messages or pieces re-sent after a loss verdict
+	RedundantCopies  uint64 // unacked reliable messages that rode again
+	FragmentsSent    uint64
+	FragmentRestarts uint64 // fragmented reliable messages re-sent whole
+
+	// Ack bookkeeping, round trip and reassembly.
+	Ack       ackmap.SendStats
+	SRTT      time.Duration
+	RTTVar    time.Duration
+	MinRTT    time.Duration
+	Jitter    time.Duration
+	RTO       time.Duration
+	Pending   int // sent datagrams awaiting a verdict
+	Fragments fragment.Stats
+}
+
+// Stats returns a copy of the channel's counters.
+func (c *Channel) Stats() ChannelStats {
+	s := c.stats
+	s.Ack = c.tracker.Stats()
+	rtt := c.tracker.RTT()
+	s.SRTT, s.RTTVar, s.MinRTT, s.Jitter = rtt.Smoothed(), rtt.Variance(), rtt.Min(), rtt.Jitter()
+	s.RTO = c.tracker.RTO()
+	s.Pending = c.tracker.PendingCount()
+	s.Fragments = c.assembler.Stats()
+	return s
+}
