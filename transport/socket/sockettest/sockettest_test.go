@@ -1,0 +1,134 @@
+package sockettest_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/tickwire/tickwire/transport/socket"
+	"github.com/tickwire/tickwire/transport/socket/sockettest"
+)
+
+// memNet is a minimal in-memory socket.Conn network: the readable
+// reference the suite is checked against, with no UDP, no clock and no
+// delivery delay, and a datagram limit below socket.MaxDatagramSize so the
+// suite goes through MaxDatagramSizer.
+type memNet struct {
+	mu    sync.Mutex
+	conns map[netip.AddrPort]*memConn
+	next  uint16
+}
+
+const memLimit = 1200
+
+type memDatagram struct {
+	data []byte
+	from netip.AddrPort
+}
+
+type memConn struct {
+	net    *memNet
+	addr   netip.AddrPort
+	mu     sync.Mutex
+	cond   sync.Cond
+	queue  []memDatagram
+	closed bool
+}
+
+func (n *memNet) open() *memConn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	c := &memConn{net: n, addr: netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), n.next)}
+	c.cond.L = &c.mu
+	n.conns[c.addr] = c
+	return c
+}
+
+func (c *memConn) ReadBatch(msgs []socket.Message) (int, error) {
+	if len(msgs) == 0 {
+		return 0, c.closedErr()
+	}
+	c.mu.Lock()
+	for len(c.queue) == 0 && !c.closed {
+		c.cond.Wait()
+	}
+	c.mu.Unlock()
+	return c.TryReadBatch(msgs)
+}
+
+func (c *memConn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+func (c *memConn) TryReadBatch(msgs []socket.Message) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	n := 0
+	for n < len(msgs) && len(c.queue) > 0 {
+		d := c.queue[0]
+		c.queue = c.queue[1:]
+		msgs[n].N = copy(msgs[n].Buf, d.data)
+		msgs[n].Addr = d.from
+		n++
+	}
+	return n, nil
+}
+
+func (c *memConn) WriteBatch(msgs []socket.Message) (int, error) {
+	if err := c.closedErr(); err != nil {
+		return 0, err
+	}
+	for i, m := range msgs {
+		switch {
+		case m.N > memLimit:
+			return i, fmt.Errorf("%w: %d", socket.ErrTooLarge, m.N)
+		case m.N < 0 || m.N > len(m.Buf) || !m.Addr.IsValid():
+			return i, errors.New("mem: invalid message")
+		}
+		c.net.mu.Lock()
+		dst := c.net.conns[m.Addr]
+		c.net.mu.Unlock()
+		if dst == nil {
+			continue // nobody there: dropped, as UDP would
+		}
+		dst.mu.Lock()
+		dst.queue = append(dst.queue, memDatagram{append([]byte(nil), m.Buf[:m.N]...), c.addr})
+		dst.cond.Signal()
+		dst.mu.Unlock()
+	}
+	return len(msgs), nil
+}
+
+func (c *memConn) LocalAddr() netip.AddrPort { return c.addr }
+func (c *memConn) MaxDatagramSize() int      { return memLimit }
+
+func (c *memConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.cond.Broadcast()
+	return nil
+}
+
+// TestSuiteOnReference runs the suite on the in-memory reference: the
+// suite needs nothing UDP-specific and no delivery delay.
+func TestSuiteOnReference(t *testing.T) {
+	sockettest.Run(t, func(t *testing.T) (socket.Conn, socket.Conn) {
+		n := &memNet{conns: map[netip.AddrPort]*memConn{}}
+		a, b := n.open(), n.open()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	})
+}
