@@ -1,0 +1,107 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tickwire/tickwire/transport/socket"
+)
+
+// Sentinel errors. Callers test them with errors.Is; the errors returned
+// wrap them with the offending value. Oversize datagrams are reported with
+// socket.ErrTooLarge and a closed socket with net.ErrClosed.
+var (
+	// ErrInvalidConfig is wrapped by Config.Validate for a field out of
+	// range.
+	ErrInvalidConfig = errors.New("udp: invalid config")
+	// ErrInvalidAddr is returned by WriteBatch for a message whose Addr is
+	// the zero netip.AddrPort, or an IPv6 address on an IPv4 socket.
+	ErrInvalidAddr = errors.New("udp: invalid destination address")
+	// ErrInvalidMessage is returned by WriteBatch for a message whose N is
+	// negative or larger than len(Buf).
+	ErrInvalidMessage = errors.New("udp: invalid message")
+	// ErrUnsupported is returned by TryReadBatch on platforms that are
+	// neither Unix nor Windows, where the socket has no way to read without
+	// waiting. It wraps errors.ErrUnsupported.
+	ErrUnsupported = fmt.Errorf("udp: %w", errors.ErrUnsupported)
+)
+
+// Defaults and limits applied by Config.
+const (
+	// DefaultBatchSize is the number of messages per recvmmsg/sendmmsg.
+	DefaultBatchSize = socket.IdealBatchSize
+	// MaxBatchSize is the kernel's per-call limit on the message vector
+	// (UIO_MAXIOV).
+	MaxBatchSize = 1024
+	// MaxSocketBuffer caps RecvBuffer and SendBuffer (the kernel clamps
+	// further to net.core.rmem_max / wmem_max).
+	MaxSocketBuffer = 1 << 30
+)
+
+// Config tunes a socket opened by Open or OpenPlain. The zero value means
+// every default; each field's comment gives its default and range. Open
+// calls Validate.
+type Config struct {
+	// BatchSize is the most messages one recvmmsg or sendmmsg system call
+	// carries, and the size of the per-socket header arrays allocated at
+	// open. A WriteBatch of more messages is sent in several calls; a
+	// ReadBatch without GRO returns at most BatchSize messages. Default
+	// socket.IdealBatchSize (64); range [1, 1024]. The plain socket ignores
+	// it.
+	BatchSize int
+
+	// RecvBuffer and SendBuffer, when non-zero, set SO_RCVBUF and SO_SNDBUF
+	// in bytes. The kernel doubles the value for its bookkeeping and clamps
+	// it to net.core.rmem_max / wmem_max; Stats reports what it granted.
+	// Default 0: leave the system default. Range [0, 1 GiB].
+	RecvBuffer, SendBuffer int
+
+	// MaxDatagramSize is the largest payload WriteBatch accepts; a larger
+	// message fails with socket.ErrTooLarge. It does not limit reads: a
+	// received datagram is bounded by the caller's buffer. Default and
+	// maximum socket.MaxDatagramSize (65507); range [1, 65507].
+	MaxDatagramSize int
+
+	// DisableGSO turns off UDP generic segmentation offload on send
+	// (coalescing same-size datagrams to one destination into one kernel
+	// send). Default false: GSO is used when the kernel supports it.
+	DisableGSO bool
+
+	// DisableGRO turns off UDP generic receive offload (the kernel handing
+	// up several same-size datagrams of one flow as one buffer, which the
+	// socket splits). Default false: GRO is used when the kernel supports
+	// it. With GRO live the socket receives into an internal buffer of
+	// min(BatchSize, 16) × 64 KiB (1 MiB by default) and copies each
+	// datagram into the caller's buffer; without it the kernel writes
+	// straight into caller buffers.
+	DisableGRO bool
+}
+
+// withDefaults returns c with zero fields replaced by defaults.
+func (c Config) withDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxDatagramSize == 0 {
+		c.MaxDatagramSize = socket.MaxDatagramSize
+	}
+	return c
+}
+
+// Validate reports the first field out of range, wrapping ErrInvalidConfig.
+// Zero fields are valid: they mean the default.
+func (c Config) Validate() error {
+	if c.BatchSize < 0 || c.BatchSize > MaxBatchSize {
+		return fmt.Errorf("%w: BatchSize %d outside [1, %d]", ErrInvalidConfig, c.BatchSize, MaxBatchSize)
+	}
+	if c.RecvBuffer < 0 || c.RecvBuffer > MaxSocketBuffer {
+		return fmt.Errorf("%w: RecvBuffer %d outside [0, %d]", ErrInvalidConfig, c.RecvBuffer, MaxSocketBuffer)
+	}
+	if c.SendBuffer < 0 || c.SendBuffer > MaxSocketBuffer {
+		return fmt.Errorf("%w: SendBuffer %d outside [0, %d]", ErrInvalidConfig, c.SendBuffer, MaxSocketBuffer)
+	}
+	if c.MaxDatagramSize < 0 || c.MaxDatagramSize > socket.MaxDatagramSize {
+		return fmt.Errorf("%w: MaxDatagramSize %d outside [1, %d]", ErrInvalidConfig, c.MaxDatagramSize, socket.MaxDatagramSize)
+	}
+	return nil
+}

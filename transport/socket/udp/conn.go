@@ -1,0 +1,161 @@
+package udp
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/tickwire/tickwire/transport/socket"
+)
+
+// Conn is a UDP socket that implements socket.Conn. Open gives the best
+// path for the platform (batched on Linux); OpenPlain gives the portable
+// one-datagram-per-system-call path. Both behave identically at the
+// interface: only the cost per datagram and Stats differ.
+//
+// One goroutine may read (ReadBatch or TryReadBatch: the two share state and
+// must not run at the same time) while another writes (WriteBatch). Close,
+// Stats, Features, LocalAddr and MaxDatagramSize are safe from any
+// goroutine. The socket starts no goroutines of its own.
+type Conn struct {
+	impl impl
+}
+
+// impl is what each implementation provides.
+type impl interface {
+	socket.Conn
+	stats(*Stats)
+	features() Features
+	maxDatagramSize() int
+}
+
+var _ socket.Conn = (*Conn)(nil)
+
+// Open binds a UDP socket to laddr (port 0 picks a free port) with the
+// best path this platform offers: on Linux the batched socket, probing GSO
+// and GRO unless cfg disables them; elsewhere the plain socket. An IPv4
+// laddr gives an IPv4-only socket; an IPv6 one gives an IPv6 socket, dual
+// stack when laddr is [::] (IPv4 peers then appear with IPv4 addresses).
+func Open(laddr netip.AddrPort, cfg Config) (*Conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	im, err := openBest(laddr, cfg.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{impl: im}, nil
+}
+
+// OpenPlain binds a UDP socket to laddr that issues one system call per
+// datagram through the standard library's *net.UDPConn. It is the fallback
+// on platforms without a batched path and the floor the benchmarks compare
+// against. cfg.BatchSize, DisableGSO and DisableGRO do not apply to it.
+func OpenPlain(laddr netip.AddrPort, cfg Config) (*Conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	im, err := openPlain(laddr, cfg.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{impl: im}, nil
+}
+
+// ReadBatch blocks until at least one datagram is available, then fills
+// msgs[:n], each Buf receiving one datagram (cut to len(Buf), counted in
+// Stats.Truncated), N its length and Addr its source. It returns (0, nil)
+// for an empty msgs. The batched socket without GRO returns at most
+// Config.BatchSize datagrams per call; otherwise up to len(msgs). A blocked
+// ReadBatch parks in the Go netpoller, costing no thread and no CPU, until
+// data arrives or Close makes it return an error wrapping net.ErrClosed.
+func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) { return c.impl.ReadBatch(msgs) }
+
+// TryReadBatch is ReadBatch without waiting: it returns (0, nil) when no
+// datagram is ready. The batched socket issues at most one recvmmsg per
+// call (none when a coalesced receive still holds datagrams); the plain
+// socket one recvmsg per datagram plus the one that finds the queue empty.
+func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
+	return c.impl.TryReadBatch(msgs)
+}
+
+// WriteBatch sends each msgs[i].Buf[:N] to msgs[i].Addr, in order, and
+// returns how many were sent. On error msgs[:n] were sent and msgs[n]
+// caused the error: socket.ErrTooLarge for N above MaxDatagramSize,
+// ErrInvalidMessage for N outside [0, len(Buf)], ErrInvalidAddr for an
+// unusable Addr, or the kernel's error wrapped in a *net.OpError. A full
+// socket send buffer makes it wait in the netpoller rather than fail.
+// Zero-length datagrams are sent. No buffer is referenced after it returns.
+func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) { return c.impl.WriteBatch(msgs) }
+
+// LocalAddr returns the address the socket is bound to.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
+
+// Close closes the socket. Blocked and later reads and writes return an
+// error wrapping net.ErrClosed. Calls after the first return nil.
+func (c *Conn) Close() error { return c.impl.Close() }
+
+// MaxDatagramSize returns the largest payload WriteBatch accepts
+// (Config.MaxDatagramSize). The conformance suite in package sockettest
+// asks for it.
+func (c *Conn) MaxDatagramSize() int { return c.impl.maxDatagramSize() }
+
+// Features returns the kernel paths the socket is using now.
+func (c *Conn) Features() Features { return c.impl.features() }
+
+// Stats returns a snapshot of the socket's counters and live features.
+func (c *Conn) Stats() Stats {
+	var s Stats
+	c.impl.stats(&s)
+	return s
+}
+
+// listen opens the *net.UDPConn under either implementation and applies
+// the socket buffer sizes.
+func listen(laddr netip.AddrPort, cfg Config) (*net.UDPConn, error) {
+	if !laddr.IsValid() {
+		return nil, fmt.Errorf("%w: local address %v", ErrInvalidAddr, laddr)
+	}
+	network := "udp"
+	if laddr.Addr().Is4() {
+		network = "udp4"
+	}
+	uc, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(laddr))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RecvBuffer > 0 {
+		if err := uc.SetReadBuffer(cfg.RecvBuffer); err != nil {
+			uc.Close()
+			return nil, err
+		}
+	}
+	if cfg.SendBuffer > 0 {
+		if err := uc.SetWriteBuffer(cfg.SendBuffer); err != nil {
+			uc.Close()
+			return nil, err
+		}
+	}
+	return uc, nil
+}
+
+// localAddrPort returns uc's bound address, IPv4 addresses unmapped.
+func localAddrPort(uc *net.UDPConn) netip.AddrPort {
+	ap := uc.LocalAddr().(*net.UDPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// checkMessage validates one outgoing message against the datagram limit.
+// It allocates only when it reports an error.
+func checkMessage(m *socket.Message, limit int) error {
+	if m.N > limit {
+		return fmt.Errorf("%w: %d bytes, limit %d", socket.ErrTooLarge, m.N, limit)
+	}
+	if m.N < 0 || m.N > len(m.Buf) {
+		return fmt.Errorf("%w: N=%d with len(Buf)=%d", ErrInvalidMessage, m.N, len(m.Buf))
+	}
+	if !m.Addr.IsValid() {
+		return fmt.Errorf("%w: %v", ErrInvalidAddr, m.Addr)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/tickwire/tickwire/transport/socket"
+)
+
+// plainConn is the portable socket: one ReadMsgUDPAddrPort or
+// WriteToUDPAddrPort of the standard library per datagram. The standard
+// library has no non-blocking read, so TryReadBatch, and ReadBatch after
+// its first datagram, read through the RawConn with a platform-specific
+// non-blocking receive (tryRecv).
+type plainConn struct {
+	uc     *net.UDPConn
+	rc     syscall.RawConn
+	laddr  netip.AddrPort
+	limit  int
+	rcvbuf int
+	sndbuf int
+	closed atomic.Bool
+	ctr    counters
+	tr     tryRecvState // owned by the reading goroutine
+}
+
+func openPlain(laddr netip.AddrPort, cfg Config) (impl, error) {
+	uc, err := listen(laddr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	c := &plainConn{uc: uc, rc: rc, laddr: localAddrPort(uc), limit: cfg.MaxDatagramSize}
+	c.rcvbuf, c.sndbuf = socketBuffers(rc)
+	c.tr.init()
+	return c, nil
+}
+
+func (c *plainConn) errClosed(op string) error {
+	return &net.OpError{Op: op, Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
+}
+
+func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
+	if c.closed.Load() {
+		return 0, c.errClosed("read")
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	m := &msgs[0]
+	n, _, flags, addr, err := c.uc.ReadMsgUDPAddrPort(m.Buf, nil)
+	c.ctr.recv.syscalls.Add(1)
+	var trunc uint64
+	if err != nil {
+		if !isTruncation(err) {
+			return 0, err
+		}
+		n, trunc = len(m.Buf), 1
+	} else if flags&msgTrunc != 0 {
+		trunc = 1
+	}
+	m.N = n
+	m.Addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	c.count(1, uint64(n), trunc)
+	// Take whatever else is already queued, without waiting. An error
+	// here recurs on the next call.
+	k, _ := c.TryReadBatch(msgs[1:])
+	return 1 + k, nil
+}
+
+func (c *plainConn) TryReadBatch(msgs []socket.Message) (int, error) {
+	if c.closed.Load() {
+		return 0, c.errClosed("read")
+	}
+	var n int
+	var nbytes, trunc, syscalls uint64
+	var err error
+	for n < len(msgs) {
+		m := &msgs[n]
+		var ok, cut bool
+		ok, cut, err = c.tryRecv(m)
+		syscalls++
+		if err != nil || !ok {
+			break
+		}
+		nbytes += uint64(m.N)
+		if cut {
+			trunc++
+		}
+		n++
+	}
+	c.ctr.recv.syscalls.Add(syscalls)
+	c.count(n, nbytes, trunc)
+	if err != nil && n == 0 {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (c *plainConn) count(n int, nbytes, trunc uint64) {
+	if n > 0 {
+		c.ctr.recv.datagrams.Add(uint64(n))
+		c.ctr.recv.bytes.Add(nbytes)
+	}
+	if trunc > 0 {
+		c.ctr.recv.truncated.Add(trunc)
+	}
+}
+
+func (c *plainConn) WriteBatch(msgs []socket.Message) (int, error) {
+	if c.closed.Load() {
+		return 0, c.errClosed("write")
+	}
+	var n int
+	var nbytes uint64
+	var err error
+	for n < len(msgs) {
+		m := &msgs[n]
+		if err = checkMessage(m, c.limit); err != nil {
+			if errors.Is(err, socket.ErrTooLarge) {
+				c.ctr.send.oversize.Add(1)
+			}
+			break
+		}
+		addr := m.Addr
+		if a := addr.Addr(); a.Is4In6() {
+			addr = netip.AddrPortFrom(a.Unmap(), addr.Port())
+		} else if a.Is6() && c.laddr.Addr().Is4() {
+			err = fmt.Errorf("%w: %v on an IPv4 socket", ErrInvalidAddr, addr)
+			break
+		}
+		_, err = c.uc.WriteToUDPAddrPort(m.Buf[:m.N], addr)
+		c.ctr.send.syscalls.Add(1)
+		if err != nil {
+			break
+		}
+		nbytes += uint64(m.N)
+		n++
+	}
+	if n > 0 {
+		c.ctr.send.datagrams.Add(uint64(n))
+		c.ctr.send.bytes.Add(nbytes)
+	}
+	return n, err
+}
+
+func (c *plainConn) LocalAddr() netip.AddrPort { return c.laddr }
+
+func (c *plainConn) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return c.uc.Close()
+}
+
+func (c *plainConn) maxDatagramSize() int { return c.limit }
+
+func (c *plainConn) features() Features { return Features{} }
+
+func (c *plainConn) stats(s *Stats) {
+	c.ctr.fill(s)
+	s.RecvBufferBytes, s.SendBufferBytes = c.rcvbuf, c.sndbuf
+}

@@ -1,0 +1,90 @@
+package udp
+
+import (
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tickwire/tickwire/transport/socket"
+)
+
+const msgTrunc = unix.MSG_TRUNC
+
+// isTruncation reports a read error that only means the datagram was cut:
+// Linux reports truncation in the flags instead.
+func isTruncation(error) bool { return false }
+
+// tryRecvState is the plain socket's non-blocking receive on Linux: one
+// recvmsg(MSG_DONTWAIT) through the RawConn, with the header and sockaddr
+// kept here so it allocates nothing.
+type tryRecvState struct {
+	hdr   unix.Msghdr
+	iov   unix.Iovec
+	name  rawSockaddr
+	n     int
+	ok    bool
+	errno unix.Errno
+	fn    func(fd uintptr) bool
+}
+
+func (t *tryRecvState) init() {
+	t.hdr.Name = (*byte)(unsafe.Pointer(&t.name))
+	t.hdr.Iov = &t.iov
+	t.hdr.SetIovlen(1)
+	t.fn = t.recvmsg
+}
+
+func (t *tryRecvState) recvmsg(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&t.hdr)), unix.MSG_DONTWAIT)
+		switch e {
+		case 0:
+			t.n, t.ok = int(n), true
+			return true
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return true
+		default:
+			t.errno = e
+			return true
+		}
+	}
+}
+
+// tryRecv receives one datagram into m if one is queued.
+func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
+	t := &c.tr
+	t.iov.Base = nil
+	if len(m.Buf) > 0 {
+		t.iov.Base = &m.Buf[0]
+	}
+	t.iov.SetLen(len(m.Buf))
+	t.hdr.Namelen = sizeofSockaddrInet6
+	t.ok, t.errno = false, 0
+	err = c.rc.Read(t.fn)
+	t.iov.Base = nil
+	if err != nil {
+		return false, false, err
+	}
+	if t.errno != 0 {
+		return false, false, &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: os.NewSyscallError("recvmsg", t.errno)}
+	}
+	if !t.ok {
+		return false, false, nil
+	}
+	m.N = t.n
+	m.Addr = addrPortFromRaw(&t.name)
+	return true, t.hdr.Flags&unix.MSG_TRUNC != 0, nil
+}
+
+// socketBuffers reports SO_RCVBUF and SO_SNDBUF.
+func socketBuffers(rc syscall.RawConn) (rcv, snd int) {
+	rc.Control(func(fd uintptr) {
+		rcv, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		snd, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
+	})
+	return rcv, snd
+}

@@ -1,0 +1,32 @@
+//go:build !unix && !windows
+
+package udp
+
+import (
+	"net/netip"
+	"syscall"
+
+	"github.com/tickwire/tickwire/transport/socket"
+)
+
+const msgTrunc = 0
+
+// openBest is Open on platforms without a known socket path: the plain
+// socket, whose TryReadBatch reports ErrUnsupported.
+func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+
+func isTruncation(error) bool { return false }
+
+// tryRecvState is empty: there is no non-blocking receive here.
+type tryRecvState struct{}
+
+func (*tryRecvState) init() {}
+
+// tryRecv reports ErrUnsupported: this platform offers no way to read
+// without waiting.
+func (c *plainConn) tryRecv(*socket.Message) (ok, cut bool, err error) {
+	return false, false, ErrUnsupported
+}
+
+// socketBuffers reports 0, 0: the sizes are not known here.
+func socketBuffers(syscall.RawConn) (rcv, snd int) { return 0, 0 }
