@@ -3,12 +3,19 @@ package rollback
 import "testing"
 
 // S-F7: the steady-state tick, execute, rewind and replay paths allocate
-// nothing. One iteration is a server-shaped tick: begin a frame, execute a
-// mix of actions with capture (typed and byte-level, peer, local and
-// derived, a cross-entity Touches action, an event), close it; then plan and
-// commit a rewind of the last four frames and replay them (read, reopen,
-// re-execute, close), as a late input would force.
+// nothing — in the executor, through Server.Tick and through the Client.
 func TestNoAllocs(t *testing.T) {
+	t.Run("executor", testNoAllocsExecutor)
+	t.Run("server", testNoAllocsServer)
+	t.Run("client", testNoAllocsClient)
+}
+
+// One iteration is a server-shaped tick: begin a frame, execute a mix of
+// actions with capture (typed and byte-level, peer, local and derived, a
+// cross-entity Touches action, an event), close it; then plan and commit a
+// rewind of the last four frames and replay them (read, reopen, re-execute,
+// close), as a late input would force.
+func testNoAllocsExecutor(t *testing.T) {
 	w := newWorld(t, Config{FrameCapacity: 16}, 0)
 	var rp replayer
 	dmg := damagePayload(w.ents[3], 1)
@@ -70,5 +77,126 @@ func TestNoAllocs(t *testing.T) {
 	}
 	if w.x.Stats().Rewinds == 0 || w.pings == 0 {
 		t.Fatal("the measured path did not run")
+	}
+}
+
+// One iteration is a server tick at steady state: four peers' inputs for
+// the next frame, a late input three frames back (a rewind and a replay of
+// three frames), a retransmission of an input the log holds (no rewind), a
+// server-authored action every fourth tick, the step (derived actions, an
+// event) and a state checksum on every simulated and replayed frame.
+func testNoAllocsServer(t *testing.T) {
+	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	s, err := NewServer(w.x, testStep(w), ServerConfig{Checksum: w.store.Checksum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	move := w.ids.move.Encode(nil, Move{1, -1})
+	heal := make([]byte, 4)
+	local := make([]byte, 4)
+	put32(local, 2)
+	f := uint32(0)
+	n := int32(0)
+	tick := func() {
+		for p := range 4 {
+			if err := s.SubmitInput(f, Sender(p), w.ids.move.ID(), w.ents[2*p], move); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f >= 4 {
+			n++
+			put32(heal, n)
+			if err := s.SubmitInput(f-3, 1, w.ids.heal, w.ents[3], heal); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SubmitInput(f-2, 0, w.ids.move.ID(), w.ents[0], move); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f%4 == 0 {
+			if err := s.EnqueueAction(w.ids.heal, w.ents[9], local); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Tick(f); err != nil {
+			t.Fatal(err)
+		}
+		f++
+	}
+	for range 3 * w.log.FrameCapacity() {
+		tick()
+	}
+	before := s.Stats()
+	if allocs := testing.AllocsPerRun(200, tick); allocs != 0 {
+		t.Fatalf("steady-state Server.Tick allocates %.1f times", allocs)
+	}
+	st := s.Stats()
+	if st.Rewinds-before.Rewinds < 200 || st.Duplicates == before.Duplicates || st.LocalApplied == before.LocalApplied {
+		t.Fatalf("the measured path did not run: %+v", st)
+	}
+}
+
+// One iteration is a client tick at steady state: the authoritative
+// records of the frame four back arrive — on even frames exactly as
+// predicted (no rewind), on odd frames with another peer's input the
+// client did not predict (a rewind and a replay of four frames) — then the
+// client reconciles and predicts the next frame (sampler, own input, step,
+// checksum), and the network layer collects the unconfirmed inputs.
+func testNoAllocsClient(t *testing.T) {
+	var w *world
+	move := make([]byte, 0, 8)
+	sample := func(f uint32, in *InputBuffer) {
+		move = w.ids.move.Encode(move[:0], Move{int32(f % 5), 1})
+		if err := in.Add(w.ids.move.ID(), w.ents[0], move); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w = newWorld(t, Config{FrameCapacity: 16}, 64)
+	c, err := NewClient(w.x, 0, sample, testStep(w), ClientConfig{Checksum: w.store.Checksum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallSnapshot(0); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]Record, 0, 64)
+	pending := make([]Input, 0, 64)
+	extra := make([]byte, 4)
+	present := uint32(0)
+	tick := func() {
+		present++
+		if present > 4 {
+			f := present - 4
+			v, err := w.log.Frame(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = recs[:0]
+			for i := range v.Len() {
+				recs = append(recs, v.Record(i))
+			}
+			if f%2 == 1 {
+				put32(extra, int32(f))
+				recs = append(recs, Record{Sender: 1, Type: w.ids.heal, Entity: w.ents[3], Payload: extra})
+			}
+			if err := c.Confirm(f, recs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Tick(present); err != nil {
+			t.Fatal(err)
+		}
+		pending = c.PendingInputs(pending[:0])
+	}
+	for range 3 * w.log.FrameCapacity() {
+		tick()
+	}
+	before := c.Stats()
+	if allocs := testing.AllocsPerRun(200, tick); allocs != 0 {
+		t.Fatalf("steady-state Client predict+reconcile allocates %.1f times", allocs)
+	}
+	st := c.Stats()
+	if st.Rewinds-before.Rewinds < 100 || st.PredictionHits-before.PredictionHits < 100 || len(pending) != 4 {
+		t.Fatalf("the measured path did not run: %+v, %d pending", st, len(pending))
 	}
 }

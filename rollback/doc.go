@@ -1,7 +1,11 @@
 // Package rollback is tickwire's server-authoritative action machinery: the
 // replicated state model, the registry of action types, the ActionLog ring,
-// the Executor that is the only legal mutator of the state, and rewind.
-// (Server/client orchestration, the Replicator and Peer build on these.)
+// the Executor that is the only legal mutator of the state, rewind, and the
+// orchestration on top — the Server's tick (rewind and replay with
+// provenance) and the Client's prediction and reconciliation. (The
+// Replicator and Peer, which carry the action stream over the network,
+// build on these; nothing here touches the network: inputs and confirmed
+// frames arrive as values through method calls.)
 //
 // # State model
 //
@@ -97,11 +101,47 @@
 // (ActionLog.ReopenFrame), re-executed and closed before any new frame can
 // begin.
 //
+// # Server
+//
+// Server queues the peers' inputs (Submit: screened, copied, dropped with a
+// counted reason when too old for the ring, too far ahead, over budget,
+// forged or malformed) and advances the simulation with Tick(frame): it
+// finds replayStart, the oldest pending frame carrying an input the log
+// does not already hold (a retransmission never forces a rewind), rewinds
+// to the end of replayStart−1, and replays each frame to the newest —
+// reading the frame's history out of the log before reopening it, keeping
+// its inputs and dropping its derived records, merging the late inputs,
+// stable-sorting by sender, executing, then running the game's StepFunc in
+// derived mode — and then simulates the new frames once each. Server-
+// authored input goes through EnqueueAction (applied once, on the next
+// first-time frame; an error from inside the step). Per peer, the server
+// measures how far ahead of its simulation the inputs arrive (buffer depth)
+// and turns it into a time-dilation value for the client.
+//
+// # Client
+//
+// Client predicts: each Tick samples the local peer's inputs (Sampler),
+// executes them at once and runs the step, keeping the inputs until the
+// server confirms their frame. Confirm stages a confirmed frame's
+// authoritative records; the next Tick applies them — without any rewind
+// if they equal the prediction, else by rewinding to before the frame,
+// applying the records verbatim and replaying the own unconfirmed inputs
+// (and the step) to the present. Nothing is sampled, predicted or applied
+// before InstallSnapshot marks the initial snapshot installed.
+//
+// Replays run the executor in replay mode (Executor.SetReplay): actions see
+// Action.Replay, and a pure event already presented for its frame is
+// recorded without calling its Apply again, so the game sees each event
+// once. Store.Checksum, ServerConfig.Checksum and Client.VerifyChecksum
+// compare the two sides' states at confirmed frames to detect desync.
+//
 // # Concurrency and cost
 //
-// An Executor, its ActionLog and its State belong to one goroutine (the
-// session's tick loop); none is safe for concurrent use. A frozen Registry
-// is read-only and may be shared. In steady state — once each ring slot has
-// grown to its working size — beginning and closing frames, executing with
-// capture, planning and committing rewinds and replaying allocate nothing.
+// An Executor, its ActionLog and its State — and the Server or Client
+// driving them — belong to one goroutine (the session's tick loop); none is
+// safe for concurrent use. A frozen Registry is read-only and may be
+// shared. In steady state — once each ring slot and queue has grown to its
+// working size — beginning and closing frames, executing with capture,
+// planning and committing rewinds, replaying, Server.Submit and Server.Tick,
+// Client.Confirm and Client.Tick allocate nothing.
 package rollback

@@ -86,4 +86,52 @@ var (
 
 	// ErrInvalidConfig: a Config or StoreConfig failed validation.
 	ErrInvalidConfig = errors.New("rollback: invalid config")
+
+	// ErrInStep: the call is not allowed from inside a Tick — from the
+	// simulation step, a client's sampler, or a hook. The step re-runs on
+	// every replay of its frame, so anything it queued — Server.EnqueueAction,
+	// Server.Submit — would be queued again each time (S-G4); and a Tick
+	// cannot run inside another.
+	ErrInStep = errors.New("rollback: not allowed from inside the simulation step")
+
+	// ErrTooOld: an input (or a confirmed frame) is for a frame the log no
+	// longer holds, so it can no longer be replayed (S-G5).
+	ErrTooOld = errors.New("rollback: frame too old for the ring")
+
+	// ErrTooFarAhead: an input (or a confirmed frame) is for a frame too far
+	// beyond the receiver's current frame (ServerConfig.MaxFutureFrames, the
+	// client's staging window) (S-G5).
+	ErrTooFarAhead = errors.New("rollback: frame too far ahead")
+
+	// ErrPendingFull: the server's pending-input budget (total count, bytes,
+	// or the sender's share) or the client's staging budget is exhausted
+	// (S-G5).
+	ErrPendingFull = errors.New("rollback: pending budget exhausted")
+
+	// ErrNotPeer: an input's sender is not a remote peer id (0–253, and not
+	// the server's own peer id).
+	ErrNotPeer = errors.New("rollback: sender is not a peer")
+
+	// ErrQueueFull: Server.EnqueueAction's queue or the client's per-frame
+	// input buffer is full.
+	ErrQueueFull = errors.New("rollback: queue is full")
+
+	// ErrDuplicateInput: an input identical (type, entity, payload) to one
+	// already given for the same frame. The server takes identical inputs
+	// of one sender for one frame for retransmissions of one input, so the
+	// client refuses the copy rather than mispredict it.
+	ErrDuplicateInput = errors.New("rollback: duplicate input for the frame")
+
+	// ErrNotReady: the client has no initial snapshot installed yet, so it
+	// neither predicts nor applies action-stream frames (S-H7).
+	ErrNotReady = errors.New("rollback: no snapshot installed")
+
+	// ErrPredictionLimit: the client is ClientConfig.MaxPredictionFrames
+	// ahead of its newest confirmed frame and will not predict further until
+	// confirmations arrive (a deeper prediction could not be corrected).
+	ErrPredictionLimit = errors.New("rollback: prediction limit reached")
+
+	// ErrDesync: a checksum of a confirmed frame differs between the two
+	// sides (see Client.VerifyChecksum).
+	ErrDesync = errors.New("rollback: state checksum mismatch")
 )

@@ -128,6 +128,10 @@ type Stats struct {
 	// AgedOut counts rewind plans refused because the first frame to undo
 	// had left the ring (S-F4).
 	AgedOut uint64
+	// EventsSuppressed counts pure events executed in replay mode and
+	// recorded without calling Apply, because they had been presented
+	// already (see SetReplay). They are included in Executed.
+	EventsSuppressed uint64
 }
 
 // Executor is the only legal mutator of a State under rollback. It executes
@@ -145,7 +149,9 @@ type Stats struct {
 // Derived mode (SetDerived) stamps every executed action SenderDerived,
 // whatever sender the caller passes: the server turns it on around its
 // simulation step so the step's output is recorded as derived, recomputed on
-// replay rather than reapplied.
+// replay rather than reapplied. Replay mode (SetReplay) marks re-executions
+// of a frame: Action.Replay is set, and pure events already presented to the
+// game are recorded without calling Apply again.
 //
 // An Executor, its ActionLog and its State belong to one goroutine; none of
 // them is safe for concurrent use. Execute, PlanRewind and CommitRewind
@@ -159,7 +165,13 @@ type Executor[S State] struct {
 	state S
 
 	derived bool
+	replay  bool
 	busy    bool
+
+	// presented, in replay mode, says whether a pure event was presented
+	// before (see SetPresented).
+	presented func(Action) bool
+
 	targets []Target
 	scratch []byte // encode buffer for Handle.Execute
 
@@ -214,6 +226,32 @@ func (x *Executor[S]) SetDerived(on bool) { x.derived = on }
 // Derived reports whether derived mode is on.
 func (x *Executor[S]) Derived() bool { return x.derived }
 
+// SetReplay turns replay mode on or off. Replay mode marks re-executions of
+// a frame this side executed before (a rollback replay): every action is
+// passed to its type's functions with Action.Replay set, and a pure event
+// (a type that declares no pairs, see ActionType.IsEvent) is recorded
+// without calling its Apply — an event changes no state, and its
+// presentation to the game (a sound, a hit marker) happened when it first
+// executed. If a presentation function is installed (SetPresented) and it
+// reports that the event was not presented before, Apply is called after
+// all, with Replay false. Server and Client drive replay mode; other
+// callers rarely need it.
+func (x *Executor[S]) SetReplay(on bool) { x.replay = on }
+
+// Replay reports whether replay mode is on.
+func (x *Executor[S]) Replay() bool { return x.replay }
+
+// SetPresented installs fn, which replay mode consults for every pure
+// event it executes: fn(a) reports whether this exact event (a.Sender,
+// a.Type, a.Entity, a.Payload, in frame a.Frame) was presented to the game
+// before. true: the event is recorded without Apply (Stats.EventsSuppressed);
+// false: Apply runs with Action.Replay false, a first presentation. A nil fn
+// (the default) treats every event in replay mode as presented. fn runs on
+// the executor's goroutine inside Execute, must not call the executor, and
+// must not retain a.Payload. Server and Client install their own; set it
+// before building them, or not at all.
+func (x *Executor[S]) SetPresented(fn func(a Action) bool) { x.presented = fn }
+
 // Stats returns a copy of the running totals.
 func (x *Executor[S]) Stats() Stats { return x.stats }
 
@@ -248,9 +286,11 @@ func (x *Executor[S]) RejectedBy(sender Sender) uint64 {
 //     (S-F2); an action that declares nothing captures nothing and a rewind
 //     never touches it (S-F6).
 //  6. The record is appended (ErrFrameFull if the frame is at its limits)
-//     and Apply runs on the arena's copy of the payload. If Apply fails, the
-//     captured pairs are restored, the record dropped, and an error
-//     wrapping ErrApplyFailed and Apply's error is returned.
+//     and Apply runs on the arena's copy of the payload (in replay mode, a
+//     pure event that was presented before is recorded without Apply; see
+//     SetReplay). If Apply fails, the captured pairs are restored, the
+//     record dropped, and an error wrapping ErrApplyFailed and Apply's
+//     error is returned.
 //
 // Refusals in steps 1–6 change neither the state nor the log, are counted
 // per sender and reason, go to Hooks.OnReject, and return the bare sentinel
@@ -369,6 +409,18 @@ func (x *Executor[S]) execute(sender Sender, id ActionTypeID, e Entity, payload 
 	x.log.version++
 
 	a.Payload = s.arena[payOff:len(s.arena):len(s.arena)]
+	if x.replay {
+		a.Replay = true
+		if ncap == 0 && t.IsEvent() {
+			if x.presented == nil || x.presented(a) {
+				// Presented when it first executed: record, do not re-present.
+				x.stats.Executed++
+				x.stats.EventsSuppressed++
+				return nil
+			}
+			a.Replay = false // an event this side has never presented
+		}
+	}
 	if err := t.Apply(x.state, a); err != nil {
 		x.restoreSpan(s.num, s.arena[base:base+priLen])
 		s.dropLast(ncap, base)

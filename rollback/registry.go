@@ -39,6 +39,15 @@ type Action struct {
 	// Payload is the encoded payload, already checked against the type's
 	// MinSize/MaxSize and Check.
 	Payload []byte
+	// Replay is true while the executor is in replay mode
+	// (Executor.SetReplay): the action is a re-execution, by a rollback
+	// replay, of a frame this side has executed before, and its effect on
+	// the game has been presented already. Apply of a pure event is then
+	// not called at all unless the event was never presented (see
+	// Executor.SetPresented), in which case Replay is false. Server and
+	// Client set replay mode; a game reads the flag to tell a first
+	// presentation from a re-simulation.
+	Replay bool
 }
 
 // ActionType describes one kind of action over a state of type S, at the
