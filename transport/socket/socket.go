@@ -29,6 +29,12 @@ const MaxDatagramSize = 65507
 // been sent; it and the messages after it have not.
 var ErrTooLarge = errors.New("socket: datagram too large")
 
+// MaxDatagramSizer is implemented by a Conn whose datagram limit is below
+// MaxDatagramSize; WriteBatch refuses a larger message with ErrTooLarge.
+type MaxDatagramSizer interface {
+	MaxDatagramSize() int
+}
+
 // Message is one datagram in a batch.
 //
 // On write, Buf[:N] is sent to Addr. On read, the datagram is copied into
@@ -43,9 +49,16 @@ type Message struct {
 
 // Conn is a datagram socket that moves messages in batches.
 //
-// ReadBatch, TryReadBatch and WriteBatch are each safe to call from one
-// goroutine at a time, and a reader and a writer may run concurrently. Close
-// may be called from any goroutine, any number of times.
+// Reads (ReadBatch and TryReadBatch) are one role and writes another: each
+// role is used by one goroutine at a time — a TryReadBatch must not run
+// while a ReadBatch is parked — and a reader and a writer may run
+// concurrently. Close may be called from any goroutine, any number of times;
+// calls after the first return nil or an error wrapping net.ErrClosed.
+//
+// An empty batch returns (0, nil) at once, even from ReadBatch.
+// Zero-length datagrams are legal and arrive with N == 0. A message with an
+// invalid N or Addr makes WriteBatch return an error at its index; no
+// input makes a Conn panic.
 type Conn interface {
 	// ReadBatch blocks until at least one datagram is available, then fills
 	// msgs[:n] and returns n ≥ 1. After Close it returns an error for which

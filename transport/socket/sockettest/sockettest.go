@@ -100,13 +100,6 @@ type Options struct {
 // DefaultTimeout is Options.Timeout's default.
 const DefaultTimeout = 5 * time.Second
 
-// MaxDatagramSizer is the optional interface through which a conn states
-// its datagram limit; the TooLarge check uses socket.MaxDatagramSize for a
-// conn without it.
-type MaxDatagramSizer interface {
-	MaxDatagramSize() int
-}
-
 // Run runs the conformance suite with default options.
 func Run(t *testing.T, newPair PairFunc) {
 	t.Helper()
@@ -367,7 +360,7 @@ func testLargeBatch(t *testing.T, p *pair) {
 
 // limitOf returns c's datagram limit.
 func limitOf(c socket.Conn) int {
-	if m, ok := c.(MaxDatagramSizer); ok {
+	if m, ok := c.(socket.MaxDatagramSizer); ok {
 		return m.MaxDatagramSize()
 	}
 	return socket.MaxDatagramSize
