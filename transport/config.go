@@ -20,7 +20,7 @@ const (
 	DefaultRecordQueue      = 64
 	DefaultFragmentExpiry   = 120
 	DefaultMaxPartial       = 8
-	DefaultMaxDatagrams     = 32
+	DefaultMaxDatagrams     = ackmap.AckWindow - 1
 	// NoRedundancy, as Config.RedundancyBytes, turns redundant re-sending
 	// of unacked reliable messages off.
 	NoRedundancy = -1
@@ -85,9 +85,12 @@ type Config struct {
 	MaxPartial int
 
 	// MaxDatagramsPerFlush caps the datagrams one Flush sends; what does not
-	// fit waits for the next Flush, in order. The default, 32, is the ack
-	// window less one, so the peer's next ack covers a whole burst. Raise
-	// it for bulk transfer with frequent Flushes; range [1, 4096].
+	// fit waits for the next Flush, in order. The peer acks once per Flush
+	// of its own, and one ack header covers 33 seqs, so a burst longer than
+	// 32 would have its first datagrams age out of the ack window unacked —
+	// declared lost although they arrived — and re-sent forever. Default
+	// and maximum 32; bulk throughput scales with the Flush rate instead.
+	// Range [1, 32].
 	MaxDatagramsPerFlush int
 
 	// MaxMessageSize is the largest message accepted by Send, after
@@ -146,8 +149,8 @@ func (c Config) Validate() error {
 		return bad("FragmentExpiry %d below 1", c.FragmentExpiry)
 	case c.MaxPartial < 1:
 		return bad("MaxPartial %d below 1", c.MaxPartial)
-	case c.MaxDatagramsPerFlush < 1 || c.MaxDatagramsPerFlush > 4096:
-		return bad("MaxDatagramsPerFlush %d not in [1, 4096]", c.MaxDatagramsPerFlush)
+	case c.MaxDatagramsPerFlush < 1 || c.MaxDatagramsPerFlush > ackmap.AckWindow-1:
+		return bad("MaxDatagramsPerFlush %d not in [1, %d]", c.MaxDatagramsPerFlush, ackmap.AckWindow-1)
 	case c.MaxMessageSize < 1 || c.MaxMessageSize > MaxMessageSizeFor(c.MTU):
 		return bad("MaxMessageSize %d not in [1, %d] at MTU %d", c.MaxMessageSize, MaxMessageSizeFor(c.MTU), c.MTU)
 	case c.ReliableBytes < c.MaxMessageSize+maxFraming:
