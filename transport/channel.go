@@ -207,6 +207,11 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 // Config returns the channel's config with defaults applied.
 func (c *Channel) Config() Config { return c.cfg }
 
+// SetSecret replaces the session secret stamped on every datagram from the
+// next one on (a resumed session gets a fresh secret while its channel,
+// streams and seqs live on).
+func (c *Channel) SetSecret(secret uint64) { c.secret = secret }
+
 // MaxSinglePayload returns the largest payload that travels in one
 // datagram (not fragmented) with the given delivery mode; one byte more is
 // fragmented (scenario S-C1).
@@ -342,7 +347,7 @@ func (c *Channel) Flush(now time.Duration, tick uint64, sink Sink) {
 	case c.cur != nil || c.sentAny:
 	case c.ackDirty:
 		c.room(0) // a standalone ack: a datagram with no frames (S-B4)
-	case now-c.lastSend >= keepAliveAfter && c.room(wire.KeepAliveFrameLen):
+	case now-c.lastSend >= KeepAliveInterval && c.room(wire.KeepAliveFrameLen):
 		c.cur = wire.AppendKeepAliveFrame(c.cur, wire.KeepAliveFrame{})
 		c.curFrame++
 	}
@@ -351,9 +356,10 @@ func (c *Channel) Flush(now time.Duration, tick uint64, sink Sink) {
 	c.sink = nil
 }
 
-// keepAliveAfter is how long a channel stays silent before Flush sends a
+// KeepAliveInterval is how long a channel stays silent before Flush sends a
 // keep-alive, so the peer's idle time-out sees it alive and its acks flow.
-const keepAliveAfter = 250 * time.Millisecond
+// An idle time-out must be several times longer.
+const KeepAliveInterval = 250 * time.Millisecond
 
 // flushRecords sends queued records in order. A record goes out whole in
 // this Flush or waits: its datagrams must all fit the in-flight window and

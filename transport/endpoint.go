@@ -1,0 +1,693 @@
+package transport
+
+import (
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/tickwire/tickwire/transport/socket"
+	"github.com/tickwire/tickwire/wire"
+)
+
+// role is what an Endpoint is: a server (Listen) or a client (Dial).
+type role uint8
+
+const (
+	roleServer role = iota + 1
+	roleClient
+)
+
+// Endpoint is the connection layer over one socket: a server that admits
+// clients (Listen) or a client of one server (Dial). It runs the handshake
+// (stateless cookie, admission, Accept/Reject), checks the session secret of
+// every session datagram before it reaches a Channel, keeps one Channel per
+// peer, reaps idle peers, disconnects in order, resumes sessions with a
+// session token, and rate-limits handshakes.
+//
+// Threading: an Endpoint is driven by one goroutine — the tick loop — that
+// calls Poll (read and dispatch what arrived) and Flush (one tick: handshake
+// retries, time-outs, every peer's channel flushed into one batch of
+// datagrams) and every other method. Nothing is locked on the datagram
+// path and the endpoint starts no goroutine. Handler methods run on that
+// goroutine, inside Poll and Flush.
+//
+// Time is the caller's: every method that needs it takes now, a monotonic
+// duration from any origin (a simulated clock in tests, time.Since(start)
+// in production). Randomness comes from EndpointConfig.Rand.
+//
+// Memory: the endpoint owns IdealBatchSize receive buffers and as many send
+// buffers, sized for the largest MTU, allocated once. A server holds per
+// peer a Peer and its Channel, created only after the client proved its
+// address; handshakes in progress cost it nothing (S-E3). Steady-state
+// Poll and Flush allocate nothing (TestEndpointNoAllocs).
+type Endpoint struct {
+	cfg    EndpointConfig
+	role   role
+	conn   socket.Conn
+	h      EndpointHandler
+	closed bool
+	fatal  error // the socket failed or was closed under us
+
+	now  time.Duration
+	tick uint64
+
+	in       []socket.Message
+	out      []socket.Message
+	outBufs  [][]byte
+	sink     Sink // (*endpointSink)(e), kept to avoid re-boxing per Flush
+	sinkPeer *Peer
+
+	// Sessions. byAddr holds connected and closing peers (a server's
+	// suspended peers have no address); peers indexes a server's sessions
+	// by id.
+	byAddr map[netip.AddrPort]*Peer
+	peers  [MaxPeersLimit]*Peer
+	ids    idAllocator
+
+	// Server secrets and limits.
+	cookies *cookieJar
+	tokens  *tokenMinter
+	limiter *rateLimiter
+
+	// Client.
+	server netip.AddrPort
+	remote *Peer
+	dial   dialState
+	err    error // why the client has, and can get, no session
+
+	rbuf    [8]byte
+	stats   EndpointStats
+	board   *statsBoard
+	boardAt time.Duration
+}
+
+// Listen returns a server endpoint on conn. The endpoint owns conn from
+// now on (Close closes it). h receives peer events and messages (nil
+// means NopHandler). cfg is validated (EndpointConfig.Validate).
+func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint, error) {
+	e, err := newEndpoint(conn, cfg, h, roleServer)
+	if err != nil {
+		return nil, err
+	}
+	if e.ids, err = newIDAllocator(e.cfg.MaxPeers); err != nil {
+		return nil, err
+	}
+	if e.tokens, err = newTokenMinter(e.cfg.Rand); err != nil {
+		return nil, err
+	}
+	if e.limiter, err = newRateLimiter(e.cfg); err != nil {
+		return nil, err
+	}
+	e.cookies = newCookieJar(e.cfg.CookiePeriod, e.cfg.Rand)
+	return e, nil
+}
+
+// Dial returns a client endpoint on conn that connects to server: its
+// first Flush (at or after now) sends a ConnectRequest, re-sent with
+// back-off until a Challenge arrives, then a ConnectResponse until an
+// Accept; after EndpointConfig.HandshakeAttempts datagrams it gives up.
+// Dial itself does no I/O. On Accept, h.OnConnect reports the server's
+// Peer; on failure Flush and Err return ErrHandshakeTimeout or a
+// *RejectError. The endpoint owns conn from now on.
+func Dial(conn socket.Conn, server netip.AddrPort, cfg EndpointConfig, h EndpointHandler, now time.Duration) (*Endpoint, error) {
+	if !server.IsValid() || server.Port() == 0 {
+		return nil, fmt.Errorf("%w: server address %v", ErrInvalidConfig, server)
+	}
+	e, err := newEndpoint(conn, cfg, h, roleClient)
+	if err != nil {
+		return nil, err
+	}
+	e.server = server
+	e.now = now
+	if err := e.startDial(now, false); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role) (*Endpoint, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("%w: nil socket", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		h = NopHandler{}
+	}
+	e := &Endpoint{
+		cfg:    cfg.withDefaults(),
+		role:   r,
+		conn:   conn,
+		h:      h,
+		byAddr: make(map[netip.AddrPort]*Peer),
+	}
+	// One slab each for receive and send buffers. A receive buffer is one
+	// byte longer than any valid datagram, to recognise oversize ones.
+	const n = socket.IdealBatchSize
+	inSlab := make([]byte, n*(MaxMTU+1))
+	e.in = make([]socket.Message, n)
+	for i := range e.in {
+		e.in[i].Buf = inSlab[i*(MaxMTU+1) : (i+1)*(MaxMTU+1) : (i+1)*(MaxMTU+1)]
+	}
+	outSlab := make([]byte, n*MaxMTU)
+	e.outBufs = make([][]byte, n)
+	for i := range e.outBufs {
+		e.outBufs[i] = outSlab[i*MaxMTU : i*MaxMTU : (i+1)*MaxMTU]
+	}
+	e.out = make([]socket.Message, 0, n)
+	e.sink = (*endpointSink)(e)
+	return e, nil
+}
+
+// Config returns the endpoint's config with defaults applied.
+func (e *Endpoint) Config() EndpointConfig { return e.cfg }
+
+// LocalAddr returns the socket's address.
+func (e *Endpoint) LocalAddr() netip.AddrPort { return e.conn.LocalAddr() }
+
+// IsServer reports whether the endpoint was made by Listen.
+func (e *Endpoint) IsServer() bool { return e.role == roleServer }
+
+// Err returns why a client has no session and will get none without a new
+// Dial: ErrHandshakeTimeout, a *RejectError (also for a refused resume),
+// or an error wrapping ErrProtocol. It is nil on a server, while a client
+// is connecting or connected, and after an ordinary disconnect (reported
+// by OnDisconnect).
+func (e *Endpoint) Err() error { return e.err }
+
+// Poll reads every datagram waiting in the socket (at most
+// EndpointConfig.MaxDatagramsPerPoll) in batches of socket.IdealBatchSize
+// and dispatches each: handshake messages to the handshake, session
+// datagrams — after the source-address and constant-time secret check — to
+// their peer's Channel, whose deliveries reach the handler before Poll
+// returns. Handshake replies are written before it returns. Datagrams that
+// fail a check are dropped and counted (Stats), never returned as errors.
+// Poll returns an error wrapping ErrClosed once the endpoint or its socket
+// is closed, or the socket's read error. now is the endpoint's clock.
+func (e *Endpoint) Poll(now time.Duration) error {
+	if e.closed {
+		return ErrClosed
+	}
+	if e.fatal != nil {
+		return e.fatal
+	}
+	e.now = now
+	for read := 0; read < e.cfg.MaxDatagramsPerPoll; {
+		batch := e.in[:min(len(e.in), e.cfg.MaxDatagramsPerPoll-read)]
+		n, err := e.conn.TryReadBatch(batch)
+		if err != nil {
+			e.writeOut()
+			if errors.Is(err, net.ErrClosed) {
+				e.fatal = fmt.Errorf("%w: socket: %w", ErrClosed, err)
+				return e.fatal
+			}
+			return fmt.Errorf("transport: read: %w", err)
+		}
+		for i := range batch[:n] {
+			m := &batch[i]
+			e.handle(now, m.Addr, m.Buf[:min(max(m.N, 0), len(m.Buf))])
+		}
+		read += n
+		if n < len(batch) {
+			break
+		}
+	}
+	e.writeOut()
+	return e.fatal
+}
+
+// Flush runs one tick at now: a client's handshake re-sends and time-outs;
+// idle time-outs, orderly disconnects and grace expiries; and one Flush of
+// every live peer's Channel, their datagrams gathered in one batch and
+// written with WriteBatch (a full batch is written as soon as it fills).
+// Call it once per tick, after Poll. It returns an error wrapping ErrClosed
+// once the endpoint or its socket is closed, and on a client the error
+// that ended its attempt to get a session (see Err). A datagram the socket
+// refuses is skipped and counted (EndpointStats.SendErrors).
+func (e *Endpoint) Flush(now time.Duration) error {
+	if e.closed {
+		return ErrClosed
+	}
+	if e.fatal != nil {
+		return e.fatal
+	}
+	e.now = now
+	e.tick++
+	e.stats.Ticks++
+	if e.role == roleClient {
+		e.clientTick(now)
+		if p := e.remote; p != nil && p.state != PeerClosed {
+			e.tickPeer(now, p)
+		}
+	} else {
+		for i := range e.peers {
+			if p := e.peers[i]; p != nil {
+				e.tickPeer(now, p)
+			}
+		}
+	}
+	e.writeOut()
+	if e.board != nil && now-e.boardAt >= e.cfg.StatsInterval {
+		e.refreshBoard(now)
+	}
+	if e.fatal != nil {
+		return e.fatal
+	}
+	return e.err
+}
+
+// Close closes the endpoint and its socket. It sends nothing: for an
+// orderly end, Disconnect each peer and Flush DisconnectRepeats times
+// first. Handlers get no further events; later calls to Poll and Flush
+// return ErrClosed, and to Close nil. Call it on the endpoint's goroutine.
+func (e *Endpoint) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.dial.phase = dialIdle
+	return e.conn.Close()
+}
+
+// Disconnect ends p's session in order: its Channel sends a Disconnect frame
+// with reason on each of the next DisconnectRepeats Flushes (against loss),
+// and then the session is removed and OnDisconnect(p, reason) reported,
+// from that last Flush; the other side reports the same reason. Datagrams
+// from p meanwhile are authenticated and ignored. A server's suspended peer
+// is removed at the next Flush, sending nothing. It returns ErrNoSession if
+// p is not a live session of this endpoint.
+func (e *Endpoint) Disconnect(p *Peer, reason wire.DisconnectReason) error {
+	if p == nil || p.ep != e || p.state == PeerClosed {
+		return ErrNoSession
+	}
+	if p.state == PeerClosing {
+		return nil
+	}
+	p.wasLive = !(e.role == roleServer && p.state == PeerSuspended)
+	if e.role == roleClient {
+		e.dial.phase = dialIdle
+	}
+	p.state, p.why, p.repeats = PeerClosing, reason, e.cfg.DisconnectRepeats
+	return nil
+}
+
+// Resume (client) resumes the session with its token, keeping peer id,
+// channel and streams (S-E7): over conn, which replaces the endpoint's
+// socket (the old one is closed; the client's address changes), or over
+// the current socket if conn is nil. The session is suspended — without an
+// OnSuspend event — until the server's Accept (OnResume, with a fresh
+// session secret) or a Reject (OnDisconnect, and Err returns the
+// *RejectError: RejectExpiredToken once the server's grace has passed,
+// RejectUnknownToken for a token it never issued; Dial again to start
+// fresh). It returns ErrWrongRole on a server and ErrNoSession when there
+// is no connected or suspended session to resume.
+func (e *Endpoint) Resume(now time.Duration, conn socket.Conn) error {
+	if e.role != roleClient {
+		return ErrWrongRole
+	}
+	if e.closed {
+		return ErrClosed
+	}
+	p := e.remote
+	if p == nil || (p.state != PeerConnected && p.state != PeerSuspended) {
+		return ErrNoSession
+	}
+	if conn != nil && conn != e.conn {
+		old := e.conn
+		e.conn = conn
+		e.fatal = nil
+		if err := old.Close(); err != nil {
+			return fmt.Errorf("transport: closing the old socket: %w", err)
+		}
+	}
+	e.now = now
+	if p.state == PeerConnected {
+		e.suspendClient(p, wire.DisconnectUnspecified)
+	}
+	return e.startDial(now, true)
+}
+
+// Peer returns the session with peer id id (live, suspended or closing),
+// or nil. On a client it returns the server's peer if id is this client's
+// id.
+func (e *Endpoint) Peer(id uint8) *Peer {
+	if e.role == roleClient {
+		if p := e.remote; p != nil && p.id == id && p.state != PeerClosed {
+			return p
+		}
+		return nil
+	}
+	if int(id) >= len(e.peers) {
+		return nil
+	}
+	return e.peers[id]
+}
+
+// Remote returns a client's server peer (nil before the Accept, and on a
+// server). It stays readable after the session ends.
+func (e *Endpoint) Remote() *Peer { return e.remote }
+
+// Peers appends every session (live, suspended or closing), by peer id,
+// to dst and returns it.
+func (e *Endpoint) Peers(dst []*Peer) []*Peer {
+	for i := range e.peers {
+		if p := e.peers[i]; p != nil {
+			dst = append(dst, p)
+		}
+	}
+	if p := e.remote; p != nil && p.state != PeerClosed {
+		dst = append(dst, p)
+	}
+	return dst
+}
+
+// StateSize returns the number of per-peer state entries the endpoint
+// holds: sessions live, closing or suspended. A server's handshakes in
+// progress hold none — the cookie is the state — so a flood of
+// ConnectRequests leaves it at 0 (S-E3). The rate limiter's table is
+// fixed-size and allocated at Listen, not per source.
+func (e *Endpoint) StateSize() int {
+	n := 0
+	for i := range e.peers {
+		if e.peers[i] != nil {
+			n++
+		}
+	}
+	if p := e.remote; p != nil && p.state != PeerClosed {
+		n++
+	}
+	return n
+}
+
+// Stats returns a copy of the endpoint's counters, with Peers and
+// Suspended counted now.
+func (e *Endpoint) Stats() EndpointStats {
+	s := e.stats
+	for i := range e.peers {
+		if p := e.peers[i]; p != nil {
+			s.count(p)
+		}
+	}
+	if p := e.remote; p != nil && p.state != PeerClosed {
+		s.count(p)
+	}
+	return s
+}
+
+func (s *EndpointStats) count(p *Peer) {
+	if p.state == PeerSuspended {
+		s.Suspended++
+	} else {
+		s.Peers++
+	}
+}
+
+// eachPeer calls fn for every session, by id.
+func (e *Endpoint) eachPeer(fn func(*Peer)) {
+	for i := range e.peers {
+		if p := e.peers[i]; p != nil {
+			fn(p)
+		}
+	}
+	if p := e.remote; p != nil && p.state != PeerClosed {
+		fn(p)
+	}
+}
+
+// handle dispatches one received datagram.
+func (e *Endpoint) handle(now time.Duration, addr netip.AddrPort, b []byte) {
+	e.stats.DatagramsIn++
+	e.stats.BytesIn += uint64(len(b))
+	if len(b) == 0 {
+		e.stats.Malformed[MalformedEmpty]++
+		return
+	}
+	if len(b) > MaxMTU {
+		e.stats.Malformed[MalformedOversize]++
+		return
+	}
+	server := e.role == roleServer
+	switch wire.PacketKind(b[0]) {
+	case wire.KindSession:
+		e.onSession(now, addr, b)
+	case wire.KindConnectRequest:
+		if server {
+			e.onConnectRequest(now, addr, b)
+			return
+		}
+		e.stats.Malformed[MalformedUnexpected]++
+	case wire.KindConnectResponse:
+		if server {
+			e.onConnectResponse(now, addr, b)
+			return
+		}
+		e.stats.Malformed[MalformedUnexpected]++
+	case wire.KindChallenge:
+		if !server {
+			e.onChallenge(now, addr, b)
+			return
+		}
+		e.stats.Malformed[MalformedUnexpected]++
+	case wire.KindAccept:
+		if !server {
+			e.onAccept(now, addr, b)
+			return
+		}
+		e.stats.Malformed[MalformedUnexpected]++
+	case wire.KindReject:
+		if !server {
+			e.onReject(now, addr, b)
+			return
+		}
+		e.stats.Malformed[MalformedUnexpected]++
+	default:
+		e.stats.Malformed[MalformedKind]++
+	}
+}
+
+// onSession authenticates a session datagram — a session at its source
+// address, and that session's secret, compared in constant time — before
+// any byte of it reaches the channel (S-E2), then hands it to the channel.
+func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
+	p := e.byAddr[addr]
+	if p == nil {
+		e.stats.UnknownSource++
+		return
+	}
+	if len(b) < wire.SessionHeaderLen {
+		e.stats.Malformed[MalformedSessionHeader]++
+		return
+	}
+	if subtle.ConstantTimeCompare(b[1:wire.SessionHeaderLen], p.secret[:]) != 1 {
+		e.stats.WrongSecret++
+		return
+	}
+	p.lastRx = now
+	if p.state == PeerClosing {
+		return
+	}
+	if err := p.ch.Receive(now, e.tick, b[wire.SessionHeaderLen:]); err != nil {
+		e.stats.Malformed[MalformedChannel]++
+	}
+	if p.remote {
+		p.remote = false
+		e.onRemoteDisconnect(now, p)
+	}
+}
+
+// onRemoteDisconnect acts on a Disconnect frame from p. A client told it
+// timed out suspends and resumes (the server holds its session for the
+// grace window); anything else ends the session with the remote's reason.
+func (e *Endpoint) onRemoteDisconnect(now time.Duration, p *Peer) {
+	if p.state != PeerConnected && p.state != PeerSuspended {
+		return
+	}
+	if e.role == roleClient && p.why == wire.DisconnectTimeout && e.cfg.ResumeAfter != NoResume {
+		if p.state == PeerConnected {
+			e.suspendClient(p, wire.DisconnectTimeout)
+			if err := e.startDial(now, true); err != nil {
+				e.err = err
+				e.end(p, wire.DisconnectTimeout)
+				return
+			}
+			e.h.OnSuspend(p, wire.DisconnectTimeout)
+		}
+		return
+	}
+	e.end(p, p.why)
+}
+
+// tickPeer runs one tick of p's session.
+func (e *Endpoint) tickPeer(now time.Duration, p *Peer) {
+	switch p.state {
+	case PeerConnected:
+		if now-p.lastRx >= e.cfg.IdleTimeout {
+			e.timeout(now, p)
+			return
+		}
+		e.flushPeer(now, p)
+	case PeerSuspended:
+		if now >= p.horizon {
+			if e.role == roleServer {
+				e.stats.Expired++
+			}
+			e.end(p, wire.DisconnectTimeout)
+			return
+		}
+		if e.role == roleClient {
+			e.flushPeer(now, p) // the path may still work: keep the channel going
+		}
+	case PeerClosing:
+		if p.repeats > 0 && p.wasLive {
+			p.ch.Disconnect(p.why)
+			e.flushPeer(now, p)
+			p.repeats--
+		} else {
+			p.repeats = 0
+		}
+		if p.repeats == 0 {
+			e.end(p, p.why)
+		}
+	}
+}
+
+// timeout reaps a peer silent for IdleTimeout (S-E6): the peer is told,
+// best effort, with a Disconnect frame; a server holds the session for
+// ResumeGrace (OnSuspend), otherwise it ends (OnDisconnect).
+func (e *Endpoint) timeout(now time.Duration, p *Peer) {
+	e.stats.Timeouts++
+	p.ch.Disconnect(wire.DisconnectTimeout)
+	e.flushPeer(now, p)
+	if e.role == roleServer && e.cfg.ResumeGrace != NoResume {
+		delete(e.byAddr, p.addr)
+		p.state, p.why = PeerSuspended, wire.DisconnectTimeout
+		p.horizon = now + e.cfg.ResumeGrace
+		e.stats.Suspends++
+		e.h.OnSuspend(p, wire.DisconnectTimeout)
+		return
+	}
+	e.end(p, wire.DisconnectTimeout)
+}
+
+// suspendClient marks a client's session suspended until the server's
+// horizon: IdleTimeout plus ResumeGrace of silence. why is reported by
+// OnDisconnect if the session never resumes.
+func (e *Endpoint) suspendClient(p *Peer, why wire.DisconnectReason) {
+	p.state, p.why = PeerSuspended, why
+	p.horizon = p.lastRx + e.cfg.IdleTimeout + max(e.cfg.ResumeGrace, 0)
+	e.stats.Suspends++
+}
+
+// end removes p's session for good and reports OnDisconnect(p, reason).
+func (e *Endpoint) end(p *Peer, reason wire.DisconnectReason) {
+	if e.byAddr[p.addr] == p {
+		delete(e.byAddr, p.addr)
+	}
+	p.state = PeerClosed
+	if e.role == roleServer {
+		if e.peers[p.id] == p {
+			e.peers[p.id] = nil
+			e.ids.free(p.id)
+		}
+	} else {
+		e.dial.phase = dialIdle
+	}
+	if int(reason) < disconnectReasons {
+		e.stats.Disconnects[reason]++
+	} else {
+		e.stats.Disconnects[0]++
+	}
+	e.h.OnDisconnect(p, reason)
+}
+
+// flushPeer runs one Flush of p's channel into the endpoint's batch.
+func (e *Endpoint) flushPeer(now time.Duration, p *Peer) {
+	e.sinkPeer = p
+	p.ch.Flush(now, e.tick, e.sink)
+	e.sinkPeer = nil
+}
+
+// endpointSink is the Endpoint as its channels' Sink: datagrams go into the
+// endpoint's send batch, addressed to the peer being flushed. It is the
+// same memory as the Endpoint (no allocation to convert).
+type endpointSink Endpoint
+
+// Buffer returns the next send buffer, writing the batch first if full.
+func (s *endpointSink) Buffer() []byte {
+	e := (*Endpoint)(s)
+	if len(e.out) == cap(e.out) {
+		e.writeOut()
+	}
+	return e.outBufs[len(e.out)][:0]
+}
+
+// Commit queues a channel's datagram for the peer being flushed. The
+// channel stamped the peer's current secret (a resume replaces it through
+// Channel.SetSecret while the channel lives on).
+func (s *endpointSink) Commit(d []byte) {
+	e := (*Endpoint)(s)
+	p := e.sinkPeer
+	e.out = append(e.out, socket.Message{Buf: d, N: len(d), Addr: p.addr})
+}
+
+// buffer returns an empty send buffer for a handshake message.
+func (e *Endpoint) buffer() []byte { return (*endpointSink)(e).Buffer() }
+
+// push queues b, a buffer from buffer(), for addr.
+func (e *Endpoint) push(addr netip.AddrPort, b []byte) {
+	e.out = append(e.out, socket.Message{Buf: b, N: len(b), Addr: addr})
+}
+
+// writeOut writes the send batch. A datagram the socket refuses is skipped
+// and counted; a closed socket is fatal.
+func (e *Endpoint) writeOut() {
+	msgs := e.out
+	for len(msgs) > 0 {
+		n, err := e.conn.WriteBatch(msgs)
+		n = min(max(n, 0), len(msgs))
+		for i := range msgs[:n] {
+			e.stats.DatagramsOut++
+			e.stats.BytesOut += uint64(msgs[i].N)
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, net.ErrClosed) {
+			e.fatal = fmt.Errorf("%w: socket: %w", ErrClosed, err)
+			break
+		}
+		e.stats.SendErrors++
+		if n >= len(msgs) {
+			break
+		}
+		msgs = msgs[n+1:]
+	}
+	clear(e.out)
+	e.out = e.out[:0]
+}
+
+// randUint64 reads 8 bytes from the configured random source.
+func (e *Endpoint) randUint64() (uint64, error) {
+	if _, err := io.ReadFull(e.cfg.Rand, e.rbuf[:]); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrRandom, err)
+	}
+	return binary.LittleEndian.Uint64(e.rbuf[:]), nil
+}
+
+// malformed counts a handshake decode error by reason.
+func (e *Endpoint) malformed(err error) {
+	switch {
+	case errors.Is(err, wire.ErrShort):
+		e.stats.Malformed[MalformedShort]++
+	case errors.Is(err, wire.ErrTooLarge):
+		e.stats.Malformed[MalformedLimit]++
+	default:
+		e.stats.Malformed[MalformedEncoding]++
+	}
+}

@@ -1,0 +1,234 @@
+package transport
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+// Defaults applied by EndpointConfig for zero-valued fields, and limits.
+const (
+	DefaultMaxPeers             = 64
+	DefaultIdleTimeout          = 10 * time.Second
+	DefaultResumeGrace          = 30 * time.Second
+	DefaultResumeAfter          = 2 * time.Second
+	DefaultDisconnectRepeats    = 4
+	DefaultCookiePeriod         = 5 * time.Second
+	DefaultHandshakeRetry       = 250 * time.Millisecond
+	DefaultHandshakeRetryMax    = 2 * time.Second
+	DefaultHandshakeAttempts    = 12
+	DefaultHandshakeRate        = 4
+	DefaultHandshakeBurst       = 8
+	DefaultGlobalHandshakeRate  = 2000
+	DefaultGlobalHandshakeBurst = 256
+	DefaultRateLimitSlots       = 4096
+	DefaultMaxDatagramsPerPoll  = 4096
+	DefaultStatsInterval        = time.Second
+
+	// MaxPeersLimit is the most peers a server can hold: one per peer id
+	// 0..wire.MaxPeerID (253). Ids 254 and 255 are provenance markers.
+	MaxPeersLimit = int(wire.MaxPeerID) + 1
+
+	// NoResume, as EndpointConfig.ResumeGrace or ResumeAfter, turns that
+	// part of session resumption off.
+	NoResume time.Duration = -1
+)
+
+// EndpointConfig tunes an Endpoint. The zero value means every default;
+// each field says its default and range, and which role (server, client)
+// reads it. Validate reports the first field out of range; Listen and Dial
+// call it. A config is a plain value: copies are independent (Rand is
+// shared by reference).
+type EndpointConfig struct {
+	// Channel configures every peer's Channel. A server announces
+	// Channel.MTU and Channel.MaxMessageSize (defaults applied) in Accept;
+	// a client adopts the values its server announces, whatever it set
+	// here, so both ends size fragmenters and assemblers alike (S-C3).
+	Channel Config
+
+	// MaxPeers (server) caps the sessions held at once, live or suspended.
+	// The next client is refused with RejectServerFull before any state is
+	// created (S-E5). Default 64; range [1, 254] — one per peer id 0..253;
+	// more is an error wrapping ErrInvalidConfig and ErrPeerID (S-E4).
+	MaxPeers int
+
+	// IdleTimeout (both) is how long a peer may send nothing before it is
+	// reaped: the application gets OnSuspend or OnDisconnect with
+	// wire.DisconnectTimeout, and the peer, best effort, a Disconnect frame
+	// with that reason (S-E6). Channels send a keep-alive after
+	// KeepAliveInterval (250 ms) of silence, so a live peer is never idle.
+	// Default 10 s; range [4 × KeepAliveInterval, 1 h].
+	IdleTimeout time.Duration
+
+	// ResumeGrace (server) is how long a timed-out session is kept,
+	// suspended, so its client can resume it with its session token (same
+	// peer id, channel and streams; S-E7). A client keeps trying to resume
+	// for IdleTimeout + ResumeGrace of silence, so give both ends the same
+	// value. Default 30 s; NoResume (−1) frees timed-out sessions at once;
+	// range [−1, 1 h].
+	ResumeGrace time.Duration
+
+	// ResumeAfter (client) is how long the server may stay silent before
+	// the client suspends the session (OnSuspend) and starts resuming it
+	// on its current socket — the path, or the client's public address,
+	// probably changed. Default 2 s, or IdleTimeout/2 if that is less;
+	// NoResume (−1) disables automatic resumption (Endpoint.Resume still
+	// works); range [−1, IdleTimeout).
+	ResumeAfter time.Duration
+
+	// DisconnectRepeats (both) is how many Flushes carry the Disconnect
+	// frame of an orderly Endpoint.Disconnect, against loss, before the
+	// session is removed. Default 4; range [1, 64].
+	DisconnectRepeats int
+
+	// CookiePeriod (server) is the length of a cookie time bucket. The
+	// cookie key rotates every period and the current and previous
+	// buckets are accepted, so a Challenge is good for one to two periods.
+	// Default 5 s; range [100 ms, 10 min].
+	CookiePeriod time.Duration
+
+	// HandshakeRetry and HandshakeRetryMax (client) bound the re-send
+	// interval of a handshake datagram: it starts at HandshakeRetry and
+	// doubles on every re-send up to HandshakeRetryMax. Defaults 250 ms
+	// and 2 s; range [10 ms, 10 s], Max ≥ Retry.
+	HandshakeRetry    time.Duration
+	HandshakeRetryMax time.Duration
+
+	// HandshakeAttempts (client) is the most handshake datagrams Dial's
+	// handshake sends before it gives up with ErrHandshakeTimeout (S-E1).
+	// Default 12 (about 20 s with the default intervals); range [1, 1000].
+	// A resume keeps trying until the session's horizon instead.
+	HandshakeAttempts int
+
+	// HandshakeRate and HandshakeBurst (server) are the per-source token
+	// bucket for handshake datagrams (ConnectRequest, ConnectResponse): a
+	// source (an IPv4 address, an IPv6 /64) may send HandshakeBurst at
+	// once and HandshakeRate per second after that; the rest are dropped
+	// and counted, unanswered. Buckets live in a fixed table of
+	// RateLimitSlots slots indexed by a keyed hash of the source, so a
+	// flood of distinct sources costs no memory. Defaults 4/s and 8;
+	// ranges (0, 1e6] and [1, 1e6].
+	HandshakeRate  float64
+	HandshakeBurst int
+
+	// GlobalHandshakeRate and GlobalHandshakeBurst (server) are the budget
+	// for all handshake datagrams together, which caps the HMAC work and
+	// the replies a flood of spoofed sources can cause. Defaults 2000/s and
+	// 256; ranges (0, 1e9] and [1, 1e9].
+	GlobalHandshakeRate  float64
+	GlobalHandshakeBurst int
+
+	// RateLimitSlots (server) is the size of the per-source bucket table.
+	// Default 4096; a power of two in [16, 1<<20]. Memory: 8 bytes a slot.
+	RateLimitSlots int
+
+	// MaxDatagramsPerPoll (both) caps the datagrams one Poll reads, so a
+	// flood cannot keep the tick loop from flushing; the rest wait in the
+	// socket for the next Poll. Default 4096; range [64, 1<<20].
+	MaxDatagramsPerPoll int
+
+	// StatsInterval (both) is how often Flush refreshes the snapshot an
+	// expvar published with Endpoint.Publish reports. Default 1 s; range
+	// [1 ms, 1 h].
+	StatsInterval time.Duration
+
+	// Rand is the source of session secrets, tokens, nonces, first seqs
+	// and keys. Default crypto/rand.Reader. Tests inject a seeded
+	// generator to be deterministic; production code must leave it nil or
+	// use a cryptographic source, since the security of cookies, secrets
+	// and tokens rests on it.
+	Rand io.Reader
+}
+
+// withDefaults returns c with zero fields replaced by defaults.
+func (c EndpointConfig) withDefaults() EndpointConfig {
+	c.Channel = c.Channel.withDefaults()
+	defInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defInt(&c.MaxPeers, DefaultMaxPeers)
+	defDur(&c.IdleTimeout, DefaultIdleTimeout)
+	defDur(&c.ResumeGrace, DefaultResumeGrace)
+	defDur(&c.ResumeAfter, min(DefaultResumeAfter, c.IdleTimeout/2))
+	defInt(&c.DisconnectRepeats, DefaultDisconnectRepeats)
+	defDur(&c.CookiePeriod, DefaultCookiePeriod)
+	defDur(&c.HandshakeRetry, DefaultHandshakeRetry)
+	defDur(&c.HandshakeRetryMax, DefaultHandshakeRetryMax)
+	defInt(&c.HandshakeAttempts, DefaultHandshakeAttempts)
+	if c.HandshakeRate == 0 {
+		c.HandshakeRate = DefaultHandshakeRate
+	}
+	defInt(&c.HandshakeBurst, DefaultHandshakeBurst)
+	if c.GlobalHandshakeRate == 0 {
+		c.GlobalHandshakeRate = DefaultGlobalHandshakeRate
+	}
+	defInt(&c.GlobalHandshakeBurst, DefaultGlobalHandshakeBurst)
+	defInt(&c.RateLimitSlots, DefaultRateLimitSlots)
+	defInt(&c.MaxDatagramsPerPoll, DefaultMaxDatagramsPerPoll)
+	defDur(&c.StatsInterval, DefaultStatsInterval)
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	return c
+}
+
+// Validate reports the first field out of range, after defaults are
+// applied, as an error wrapping ErrInvalidConfig (and ErrPeerID for
+// MaxPeers above 254). It checks Channel too.
+func (c EndpointConfig) Validate() error {
+	if err := c.Channel.Validate(); err != nil {
+		return fmt.Errorf("Channel: %w", err)
+	}
+	c = c.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.MaxPeers > MaxPeersLimit:
+		return fmt.Errorf("%w: MaxPeers %d above %d (ids 0..%d): %w",
+			ErrInvalidConfig, c.MaxPeers, MaxPeersLimit, wire.MaxPeerID, ErrPeerID)
+	case c.MaxPeers < 1:
+		return bad("MaxPeers %d below 1", c.MaxPeers)
+	case c.IdleTimeout < 4*KeepAliveInterval || c.IdleTimeout > time.Hour:
+		return bad("IdleTimeout %v not in [%v, 1h]", c.IdleTimeout, 4*KeepAliveInterval)
+	case c.ResumeGrace < NoResume || c.ResumeGrace > time.Hour:
+		return bad("ResumeGrace %v not in [-1, 1h]", c.ResumeGrace)
+	case c.ResumeAfter < NoResume || c.ResumeAfter >= c.IdleTimeout:
+		return bad("ResumeAfter %v not in [-1, IdleTimeout %v)", c.ResumeAfter, c.IdleTimeout)
+	case c.DisconnectRepeats < 1 || c.DisconnectRepeats > 64:
+		return bad("DisconnectRepeats %d not in [1, 64]", c.DisconnectRepeats)
+	case c.CookiePeriod < 100*time.Millisecond || c.CookiePeriod > 10*time.Minute:
+		return bad("CookiePeriod %v not in [100ms, 10m]", c.CookiePeriod)
+	case c.HandshakeRetry < 10*time.Millisecond || c.HandshakeRetry > 10*time.Second:
+		return bad("HandshakeRetry %v not in [10ms, 10s]", c.HandshakeRetry)
+	case c.HandshakeRetryMax < c.HandshakeRetry || c.HandshakeRetryMax > 10*time.Second:
+		return bad("HandshakeRetryMax %v not in [HandshakeRetry %v, 10s]", c.HandshakeRetryMax, c.HandshakeRetry)
+	case c.HandshakeAttempts < 1 || c.HandshakeAttempts > 1000:
+		return bad("HandshakeAttempts %d not in [1, 1000]", c.HandshakeAttempts)
+	case !(c.HandshakeRate > 0 && c.HandshakeRate <= 1e6):
+		return bad("HandshakeRate %v not in (0, 1e6]", c.HandshakeRate)
+	case c.HandshakeBurst < 1 || c.HandshakeBurst > 1e6:
+		return bad("HandshakeBurst %d not in [1, 1e6]", c.HandshakeBurst)
+	case !(c.GlobalHandshakeRate > 0 && c.GlobalHandshakeRate <= 1e9):
+		return bad("GlobalHandshakeRate %v not in (0, 1e9]", c.GlobalHandshakeRate)
+	case c.GlobalHandshakeBurst < 1 || c.GlobalHandshakeBurst > 1e9:
+		return bad("GlobalHandshakeBurst %d not in [1, 1e9]", c.GlobalHandshakeBurst)
+	case c.RateLimitSlots < 16 || c.RateLimitSlots > 1<<20 || c.RateLimitSlots&(c.RateLimitSlots-1) != 0:
+		return bad("RateLimitSlots %d not a power of two in [16, 1<<20]", c.RateLimitSlots)
+	case c.MaxDatagramsPerPoll < 64 || c.MaxDatagramsPerPoll > 1<<20:
+		return bad("MaxDatagramsPerPoll %d not in [64, 1<<20]", c.MaxDatagramsPerPoll)
+	case c.StatsInterval < time.Millisecond || c.StatsInterval > time.Hour:
+		return bad("StatsInterval %v not in [1ms, 1h]", c.StatsInterval)
+	}
+	return nil
+}

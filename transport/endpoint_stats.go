@@ -1,0 +1,193 @@
+package transport
+
+import (
+	"expvar"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+// MalformedReason says why the endpoint dropped a datagram as malformed
+// (EndpointStats.Malformed).
+type MalformedReason uint8
+
+// The malformed reasons.
+const (
+	// MalformedEmpty: a zero-byte datagram.
+	MalformedEmpty MalformedReason = iota
+	// MalformedOversize: larger than the largest MTU (wire limit
+	// MaxMTU), possibly truncated by the socket.
+	MalformedOversize
+	// MalformedKind: the first byte is not a packet kind.
+	MalformedKind
+	// MalformedUnexpected: a packet kind this role never receives (a
+	// Challenge at a server, a ConnectRequest at a client).
+	MalformedUnexpected
+	// MalformedShort: a handshake message cut short (wire.ErrShort).
+	MalformedShort
+	// MalformedEncoding: a handshake message that cannot be valid — wrong
+	// magic, reserved flags, a token without its flag, non-zero padding,
+	// a peer id above 253 (wire.ErrMalformed).
+	MalformedEncoding
+	// MalformedLimit: a well-formed handshake value beyond its limit or
+	// this side's (an Accept's MTU or max message; wire.ErrTooLarge).
+	MalformedLimit
+	// MalformedSessionHeader: a session datagram shorter than its 9-byte
+	// header.
+	MalformedSessionHeader
+	// MalformedChannel: an authenticated session datagram the channel
+	// refused as undecodable (see ChannelStats.Malformed).
+	MalformedChannel
+
+	malformedReasons = iota
+)
+
+var malformedNames = [malformedReasons]string{
+	MalformedEmpty:         "empty",
+	MalformedOversize:      "oversize",
+	MalformedKind:          "kind",
+	MalformedUnexpected:    "unexpected kind",
+	MalformedShort:         "short",
+	MalformedEncoding:      "encoding",
+	MalformedLimit:         "limit",
+	MalformedSessionHeader: "session header",
+	MalformedChannel:       "channel",
+}
+
+// String returns the reason's name.
+func (r MalformedReason) String() string {
+	if int(r) < malformedReasons {
+		return malformedNames[r]
+	}
+	return fmt.Sprintf("MalformedReason(%d)", uint8(r))
+}
+
+// Array sizes of the per-reason counters: every named reason.
+const (
+	rejectReasons     = int(wire.RejectShuttingDown) + 1
+	disconnectReasons = int(wire.DisconnectSuperseded) + 1
+)
+
+// EndpointStats are an endpoint's counters. Every datagram the endpoint
+// reads is counted once under what became of it. Read them with
+// Endpoint.Stats on the endpoint's goroutine (a struct copy), or through
+// the expvar Endpoint.Publish registers.
+type EndpointStats struct {
+	// Socket traffic.
+	DatagramsIn, BytesIn   uint64
+	DatagramsOut, BytesOut uint64
+	SendErrors             uint64 // datagrams the socket refused (skipped)
+	Ticks                  uint64 // Flush calls
+
+	// Server handshake.
+	ConnectRequests  uint64 // well-formed requests within the rate limits
+	ConnectResponses uint64 // well-formed responses within the rate limits
+	Challenges       uint64
+	Accepts          uint64 // new sessions and resumes
+	AcceptResends    uint64 // Accept sent again for a duplicate ConnectResponse
+	// Rejects counts Rejects sent (server) or received (client) by
+	// reason (indexed by wire.RejectReason; unnamed reasons under 0).
+	Rejects           [rejectReasons]uint64
+	RateLimited       uint64 // handshake datagrams over their source's bucket
+	RateLimitedGlobal uint64 // handshake datagrams over the global budget
+	BadCookie         uint64 // cookie with a wrong tag or unknown bucket
+	ExpiredCookie     uint64 // cookie from a bucket older than the two accepted
+	ForeignVersion    uint64 // handshake from another protocol version
+	ReplySuppressed   uint64 // replies to unproven addresses withheld as too large (always 0)
+	RandomFailures    uint64 // handshakes dropped because Rand failed
+
+	// Client handshake.
+	HandshakeSends uint64 // ConnectRequest and ConnectResponse datagrams sent
+	StrayReplies   uint64 // replies from another address or for another nonce
+
+	// Session datagrams dropped before they reach a channel (S-E2).
+	UnknownSource uint64 // no session at the source address
+	WrongSecret   uint64 // session at the address, wrong secret
+
+	// Malformed counts datagrams dropped as malformed, by reason.
+	Malformed [malformedReasons]uint64
+
+	// Sessions.
+	Connects   uint64
+	Suspends   uint64
+	Resumes    uint64
+	Timeouts   uint64 // idle time-outs (suspended or ended)
+	Expired    uint64 // suspended sessions freed at the end of their grace
+	Superseded uint64
+	// Disconnects counts ended sessions by reason (indexed by
+	// wire.DisconnectReason; unnamed reasons under 0).
+	Disconnects [disconnectReasons]uint64
+	Peers       int // live sessions (connected or closing)
+	Suspended   int // suspended sessions held for resumption
+}
+
+// PeerSnapshot is one peer in a published stats snapshot.
+type PeerSnapshot struct {
+	ID      uint8
+	Addr    netip.AddrPort
+	State   PeerState
+	Channel ChannelStats
+}
+
+// StatsSnapshot is what an expvar published by Endpoint.Publish reports.
+type StatsSnapshot struct {
+	At       time.Duration // endpoint time of the snapshot
+	Endpoint EndpointStats
+	Peers    []PeerSnapshot
+}
+
+// statsBoard holds the latest snapshot for expvar readers. The endpoint
+// goroutine writes it under mu at most once per StatsInterval; readers
+// copy it under mu. It is separate from the Endpoint so that a published
+// variable does not keep a closed endpoint alive.
+type statsBoard struct {
+	mu   sync.Mutex
+	snap StatsSnapshot
+}
+
+func (b *statsBoard) value() any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.snap
+	s.Peers = append([]PeerSnapshot(nil), b.snap.Peers...)
+	return s
+}
+
+// Publish registers an expvar variable called name (an expvar.Func) that
+// reports a StatsSnapshot: endpoint totals and every session's channel
+// counters. The snapshot is refreshed by Flush at most once per
+// EndpointConfig.StatsInterval, on the endpoint's goroutine, and copied
+// under a mutex when read: readers on any goroutine (an HTTP handler) see a
+// consistent snapshot up to one interval old, and the tick loop pays one
+// uncontended lock and a copy per interval, allocation-free once its peer
+// slice has grown. expvar cannot unregister a name: after Close the
+// variable keeps reporting the last snapshot. Publish fails with
+// ErrPublished if name is taken. Call it on the endpoint's goroutine.
+func (e *Endpoint) Publish(name string) error {
+	if expvar.Get(name) != nil {
+		return fmt.Errorf("%w: %q", ErrPublished, name)
+	}
+	b := &statsBoard{}
+	b.snap.Peers = make([]PeerSnapshot, 0, e.cfg.MaxPeers)
+	e.board = b
+	e.refreshBoard(e.now)
+	expvar.Publish(name, expvar.Func(b.value))
+	return nil
+}
+
+// refreshBoard copies the current counters to the published snapshot.
+func (e *Endpoint) refreshBoard(now time.Duration) {
+	b := e.board
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.snap.At = now
+	b.snap.Endpoint = e.Stats()
+	b.snap.Peers = b.snap.Peers[:0]
+	e.eachPeer(func(p *Peer) {
+		b.snap.Peers = append(b.snap.Peers, PeerSnapshot{ID: p.id, Addr: p.addr, State: p.state, Channel: p.ch.Stats()})
+	})
+	e.boardAt = now
+}

@@ -1,0 +1,464 @@
+package transport
+
+import (
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+// The handshake (docs/WIRE.md §9):
+//
+//	client                                   server
+//	ConnectRequest (64 B)            ──▶  rate limit; no state; cookie
+//	                                 ◀──  Challenge (29 B) | Reject (10 B)
+//	ConnectResponse (64 B, cookie)   ──▶  rate limit; verify cookie: address
+//	                                      proven; admission; session state
+//	                                 ◀──  Accept (40 B) | Reject (10 B)
+//
+// Before the cookie verifies, every reply is smaller than the datagram that
+// caused it (replyUnproven enforces it), so the server cannot be used to
+// amplify traffic toward a spoofed source (S-E3).
+
+// ---- Server ----
+
+// onConnectRequest answers a ConnectRequest with a Challenge (or a Reject)
+// and keeps nothing: the cookie in the Challenge is the only record of it.
+func (e *Endpoint) onConnectRequest(now time.Duration, addr netip.AddrPort, b []byte) {
+	r, _, err := wire.ParseConnectRequest(b)
+	if err != nil && !errors.Is(err, wire.ErrVersion) {
+		e.malformed(err)
+		return
+	}
+	if !e.allow(now, addr) {
+		return
+	}
+	if err != nil { // a foreign version: Version and Nonce are set
+		e.stats.ForeignVersion++
+		e.reject(addr, len(b), r.Nonce, wire.RejectVersionMismatch)
+		return
+	}
+	e.stats.ConnectRequests++
+	if !r.Resume && e.ids.inUse() >= e.cfg.MaxPeers {
+		e.reject(addr, len(b), r.Nonce, wire.RejectServerFull) // S-E5, early
+		return
+	}
+	c, err := e.cookies.make(now, addr, r.Nonce)
+	if err != nil {
+		e.stats.RandomFailures++
+		return
+	}
+	if e.replyUnproven(addr, len(b), wire.AppendChallenge(e.buffer(), wire.Challenge{Nonce: r.Nonce, Cookie: c})) {
+		e.stats.Challenges++
+	}
+}
+
+// onConnectResponse verifies the echoed cookie — the address is proven
+// from then on — and admits, resumes or refuses.
+func (e *Endpoint) onConnectResponse(now time.Duration, addr netip.AddrPort, b []byte) {
+	r, _, err := wire.ParseConnectResponse(b)
+	if err != nil && !errors.Is(err, wire.ErrVersion) {
+		e.malformed(err)
+		return
+	}
+	if !e.allow(now, addr) {
+		return
+	}
+	if err != nil {
+		e.stats.ForeignVersion++
+		e.reject(addr, len(b), r.Nonce, wire.RejectVersionMismatch)
+		return
+	}
+	e.stats.ConnectResponses++
+
+	// A repeated ConnectResponse of the handshake that created (or last
+	// resumed) the session at this address: its Accept was lost. Send the
+	// same Accept again and create nothing. The address was proven when
+	// the session was made, and only the client knows the nonce.
+	if p := e.byAddr[addr]; p != nil && p.state == PeerConnected && p.nonce == r.Nonce {
+		e.push(addr, append(e.buffer(), p.accept[:]...))
+		e.stats.AcceptResends++
+		return
+	}
+
+	switch v, err := e.cookies.verify(now, addr, r.Nonce, r.Cookie); {
+	case err != nil:
+		e.stats.RandomFailures++
+		return
+	case v == cookieExpired:
+		e.stats.ExpiredCookie++
+		e.reject(addr, len(b), r.Nonce, wire.RejectBadCookie)
+		return
+	case v != cookieOK:
+		e.stats.BadCookie++
+		e.reject(addr, len(b), r.Nonce, wire.RejectBadCookie)
+		return
+	}
+	// The client receives at addr.
+	if r.Resume {
+		e.resumeSession(now, addr, &r)
+		return
+	}
+	e.admit(now, addr, &r)
+}
+
+// admit creates a session for a proven address: admission checks first
+// (peer limit, then a peer id in 0..253), state only after both passed
+// (S-E4, S-E5).
+func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.ConnectResponse) {
+	if old := e.byAddr[addr]; old != nil {
+		// A new handshake from the address of a live session: the client
+		// restarted on the same port. The old session is dead.
+		e.stats.Superseded++
+		e.end(old, wire.DisconnectSuperseded)
+	}
+	if e.ids.inUse() >= e.cfg.MaxPeers {
+		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectServerFull)
+		return
+	}
+	id, err := e.ids.alloc()
+	if err != nil {
+		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectInvalidPeerID)
+		return
+	}
+	secret, err1 := e.randUint64()
+	first, err2 := e.randUint64()
+	token, err3 := e.tokens.mint(e.cfg.Rand)
+	if err1 != nil || err2 != nil || err3 != nil {
+		e.ids.free(id)
+		e.stats.RandomFailures++
+		return
+	}
+	p := &Peer{ep: e, id: id, addr: addr, state: PeerConnected, token: token, nonce: r.Nonce, lastRx: now}
+	p.setSecret(secret)
+	ch, err := NewChannel(e.cfg.Channel, (*peerEvents)(p), wire.Seq(first), secret)
+	if err != nil { // the config was validated at Listen
+		e.ids.free(id)
+		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectUnspecified)
+		return
+	}
+	p.ch = ch
+	e.peers[id] = p
+	e.byAddr[addr] = p
+	e.sendAccept(p)
+	e.stats.Connects++
+	e.h.OnConnect(p)
+}
+
+// resumeSession moves the session named by the presented token to addr
+// with a fresh secret and token (S-E7). The token is looked up by a
+// constant-time scan of the sessions; a token matching none is refused
+// as expired if this server minted it (its session ended) and as unknown
+// otherwise.
+func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire.ConnectResponse) {
+	var p *Peer
+	for i := range e.peers {
+		q := e.peers[i]
+		if q != nil && subtle.ConstantTimeCompare(q.token[:], r.Token[:]) == 1 &&
+			(q.state == PeerConnected || q.state == PeerSuspended) {
+			p = q
+		}
+	}
+	if p == nil {
+		reason := wire.RejectUnknownToken
+		if e.tokens.genuine(&r.Token) {
+			reason = wire.RejectExpiredToken
+		}
+		e.reject(addr, wire.ConnectResponseLen, r.Nonce, reason)
+		return
+	}
+	secret, err1 := e.randUint64()
+	token, err2 := e.tokens.mint(e.cfg.Rand)
+	if err1 != nil || err2 != nil {
+		e.stats.RandomFailures++
+		return
+	}
+	if q := e.byAddr[addr]; q != nil && q != p {
+		e.stats.Superseded++
+		e.end(q, wire.DisconnectSuperseded)
+	}
+	if e.byAddr[p.addr] == p {
+		delete(e.byAddr, p.addr)
+	}
+	p.addr, p.state, p.nonce, p.token, p.lastRx = addr, PeerConnected, r.Nonce, token, now
+	p.remote = false
+	p.setSecret(secret)
+	e.byAddr[addr] = p
+	e.sendAccept(p)
+	e.stats.Resumes++
+	e.h.OnResume(p)
+}
+
+// sendAccept encodes p's Accept (kept for re-sending) and sends it.
+func (e *Endpoint) sendAccept(p *Peer) {
+	a := wire.Accept{
+		Nonce:      p.nonce,
+		PeerID:     p.id,
+		Secret:     binary.LittleEndian.Uint64(p.secret[:]),
+		Token:      p.token,
+		MTU:        uint16(e.cfg.Channel.MTU),
+		MaxMessage: uint32(e.cfg.Channel.MaxMessageSize),
+	}
+	wire.AppendAccept(p.accept[:0], a)
+	e.push(p.addr, append(e.buffer(), p.accept[:]...))
+	e.stats.Accepts++
+}
+
+// allow applies the handshake rate limits, counting refusals. A refused
+// datagram gets no reply: a reply would let spoofed floods reflect off the
+// server, and clients re-send on their own schedule.
+func (e *Endpoint) allow(now time.Duration, addr netip.AddrPort) bool {
+	switch e.limiter.allow(now, addr) {
+	case rateSource:
+		e.stats.RateLimited++
+		return false
+	case rateGlobal:
+		e.stats.RateLimitedGlobal++
+		return false
+	}
+	return true
+}
+
+// reject sends a Reject (10 bytes) for a request of reqLen bytes.
+func (e *Endpoint) reject(addr netip.AddrPort, reqLen int, nonce uint64, reason wire.RejectReason) {
+	if e.replyUnproven(addr, reqLen, wire.AppendReject(e.buffer(), wire.Reject{Nonce: nonce, Reason: reason})) {
+		e.stats.Rejects[rejectIndex(reason)]++
+	}
+}
+
+// rejectIndex is r's slot in EndpointStats.Rejects: unnamed reasons count
+// under 0.
+func rejectIndex(r wire.RejectReason) int {
+	if int(r) < rejectReasons {
+		return int(r)
+	}
+	return 0
+}
+
+// replyUnproven queues reply, a buffer from e.buffer(), to addr only if it
+// is no larger than the request that caused it: the anti-amplification
+// rule for addresses that have not proven themselves (S-E3). Every reply
+// the server makes fits by construction (29 or 10 bytes for 64); the check
+// makes that a guarantee rather than an accident of sizes.
+func (e *Endpoint) replyUnproven(addr netip.AddrPort, reqLen int, reply []byte) bool {
+	if len(reply) > reqLen {
+		e.stats.ReplySuppressed++
+		return false
+	}
+	e.push(addr, reply)
+	return true
+}
+
+// ---- Client ----
+
+// dialPhase is where a client's handshake is.
+type dialPhase uint8
+
+const (
+	dialIdle     dialPhase = iota
+	dialRequest            // sending ConnectRequest, awaiting Challenge
+	dialResponse           // sending ConnectResponse, awaiting Accept
+)
+
+// dialState is a client's handshake in progress (a first connection or a
+// resume).
+type dialState struct {
+	phase    dialPhase
+	resume   bool
+	nonce    uint64
+	cookie   wire.Cookie
+	next     time.Duration // when the next (re-)send is due
+	interval time.Duration // current back-off interval
+	sent     int           // datagrams sent by this handshake
+}
+
+// startDial begins a handshake with a fresh nonce; the first datagram goes
+// out at the next Flush.
+func (e *Endpoint) startDial(now time.Duration, resume bool) error {
+	nonce, err := e.randUint64()
+	if err != nil {
+		return err
+	}
+	e.dial = dialState{phase: dialRequest, resume: resume, nonce: nonce, next: now, interval: e.cfg.HandshakeRetry}
+	return nil
+}
+
+// clientTick runs a client's per-tick handshake work: the automatic
+// suspension of a silent session, and handshake (re-)sends on a back-off
+// schedule bounded by HandshakeAttempts (first connection) or by the
+// session's horizon (resume).
+func (e *Endpoint) clientTick(now time.Duration) {
+	if p := e.remote; p != nil && p.state == PeerConnected && e.cfg.ResumeAfter != NoResume &&
+		now-p.lastRx >= e.cfg.ResumeAfter {
+		e.suspendClient(p, wire.DisconnectTimeout)
+		if err := e.startDial(now, true); err != nil {
+			e.err = err
+			e.end(p, wire.DisconnectTimeout)
+			return
+		}
+		e.h.OnSuspend(p, wire.DisconnectTimeout)
+	}
+	d := &e.dial
+	if d.phase == dialIdle || now < d.next {
+		return
+	}
+	if !d.resume && d.sent >= e.cfg.HandshakeAttempts {
+		d.phase = dialIdle
+		e.err = fmt.Errorf("%w: no Accept from %v after %d datagrams", ErrHandshakeTimeout, e.server, d.sent)
+		return
+	}
+	e.sendDial(now)
+}
+
+// sendDial sends the current handshake datagram and schedules its re-send.
+func (e *Endpoint) sendDial(now time.Duration) {
+	d := &e.dial
+	var tok wire.Token
+	if d.resume && e.remote != nil {
+		tok = e.remote.token
+	}
+	b := e.buffer()
+	if d.phase == dialRequest {
+		b = wire.AppendConnectRequest(b, wire.ConnectRequest{Version: wire.ProtocolVersion, Nonce: d.nonce, Resume: d.resume, Token: tok})
+	} else {
+		b = wire.AppendConnectResponse(b, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: d.nonce, Resume: d.resume, Token: tok, Cookie: d.cookie})
+	}
+	e.push(e.server, b)
+	d.sent++
+	e.stats.HandshakeSends++
+	d.next = now + d.interval
+	d.interval = min(2*d.interval, e.cfg.HandshakeRetryMax)
+}
+
+// fromServer reports whether a handshake reply came from the server,
+// counting it as stray if not.
+func (e *Endpoint) fromServer(addr netip.AddrPort) bool {
+	if addr != e.server {
+		e.stats.StrayReplies++
+		return false
+	}
+	return true
+}
+
+// onChallenge stores the cookie and answers with a ConnectResponse at once.
+func (e *Endpoint) onChallenge(now time.Duration, addr netip.AddrPort, b []byte) {
+	if !e.fromServer(addr) {
+		return
+	}
+	c, _, err := wire.ParseChallenge(b)
+	if err != nil {
+		e.malformed(err)
+		return
+	}
+	d := &e.dial
+	if d.phase != dialRequest || c.Nonce != d.nonce {
+		e.stats.StrayReplies++
+		return
+	}
+	d.cookie, d.phase, d.interval = c.Cookie, dialResponse, e.cfg.HandshakeRetry
+	if !d.resume && d.sent >= e.cfg.HandshakeAttempts {
+		return // out of attempts: the next Flush reports the time-out
+	}
+	e.sendDial(now)
+}
+
+// onAccept completes the handshake: a new session (OnConnect) or a resumed
+// one (OnResume).
+func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
+	if !e.fromServer(addr) {
+		return
+	}
+	a, _, err := wire.ParseAccept(b)
+	if err != nil {
+		e.malformed(err)
+		return
+	}
+	d := &e.dial
+	if d.phase != dialResponse || a.Nonce != d.nonce {
+		e.stats.StrayReplies++ // a duplicate, or forged by someone without the nonce
+		return
+	}
+	d.phase = dialIdle
+	if d.resume {
+		p := e.remote
+		if a.PeerID != p.id {
+			e.err = fmt.Errorf("%w: resume Accept for peer %d, session is peer %d", ErrProtocol, a.PeerID, p.id)
+			e.end(p, wire.DisconnectProtocolError)
+			return
+		}
+		if e.byAddr[p.addr] == p {
+			delete(e.byAddr, p.addr)
+		}
+		p.setSecret(a.Secret)
+		p.token, p.nonce, p.state, p.lastRx, p.remote = a.Token, a.Nonce, PeerConnected, now, false
+		e.byAddr[p.addr] = p
+		e.stats.Resumes++
+		e.h.OnResume(p)
+		return
+	}
+	ccfg := e.cfg.Channel
+	ccfg.MTU, ccfg.MaxMessageSize = int(a.MTU), int(a.MaxMessage)
+	if ccfg.MTU < MinMTU || ccfg.MTU > MaxMTU || ccfg.MaxMessageSize < 1 || ccfg.MaxMessageSize > MaxMessageSizeFor(ccfg.MTU) {
+		e.stats.Malformed[MalformedLimit]++
+		e.err = fmt.Errorf("%w: Accept with MTU %d, max message %d", ErrProtocol, a.MTU, a.MaxMessage)
+		return
+	}
+	first, err := e.randUint64()
+	if err != nil {
+		e.err = err
+		return
+	}
+	p := &Peer{ep: e, id: a.PeerID, addr: e.server, state: PeerConnected, token: a.Token, nonce: a.Nonce, lastRx: now}
+	p.setSecret(a.Secret)
+	ch, err := NewChannel(ccfg, (*peerEvents)(p), wire.Seq(first), a.Secret)
+	if err != nil {
+		e.err = fmt.Errorf("%w: the server's limits do not fit this client's channel config: %w", ErrProtocol, err)
+		return
+	}
+	p.ch = ch
+	e.remote = p
+	e.byAddr[p.addr] = p
+	e.stats.Connects++
+	e.h.OnConnect(p)
+}
+
+// onReject handles the server's refusal of the current handshake. A
+// stale cookie restarts the handshake; a rate limit waits for the next
+// re-send; any other reason ends it (and a resumed session with it).
+func (e *Endpoint) onReject(now time.Duration, addr netip.AddrPort, b []byte) {
+	if !e.fromServer(addr) {
+		return
+	}
+	r, _, err := wire.ParseReject(b)
+	if err != nil {
+		e.malformed(err)
+		return
+	}
+	d := &e.dial
+	if d.phase == dialIdle || r.Nonce != d.nonce {
+		e.stats.StrayReplies++
+		return
+	}
+	e.stats.Rejects[rejectIndex(r.Reason)]++
+	switch r.Reason {
+	case wire.RejectBadCookie:
+		sent := d.sent
+		if err := e.startDial(now, d.resume); err != nil {
+			e.err = err
+			return
+		}
+		d.sent = sent
+		return
+	case wire.RejectRateLimited:
+		return
+	}
+	d.phase = dialIdle
+	e.err = &RejectError{Reason: r.Reason}
+	if d.resume && e.remote != nil && e.remote.state != PeerClosed && e.remote.state != PeerClosing {
+		e.end(e.remote, e.remote.why)
+	}
+}

@@ -1,0 +1,256 @@
+package transport
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+
+	"github.com/tickwire/tickwire/transport/socket"
+	"github.com/tickwire/tickwire/wire"
+)
+
+// sessionDatagram builds a valid session datagram with secret carrying one
+// unreliable message.
+func sessionDatagram(secret [8]byte, seq wire.Seq, payload []byte) []byte {
+	b := wire.AppendSessionHeader(nil, wire.SessionHeader{Secret: binary.LittleEndian.Uint64(secret[:])})
+	b = wire.AppendChannelHeader(b, wire.ChannelHeader{Seq: seq, NoAck: true})
+	return wire.AppendUnreliableFrame(b, wire.UnreliableFrame{Payload: payload})
+}
+
+// S-E2: a session datagram from an address with no session — even with a
+// valid secret copied from another session — or from the session's address
+// with a wrong secret, never reaches channel state; each is counted. A
+// genuine one still does.
+func TestSessionDatagramChecks(t *testing.T) {
+	n := newEpNet(t, 30, epLink(5, 0, 0))
+	srv := n.server("10.0.0.1:9000", EndpointConfig{})
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	n.runUntil(120, "connect", isConnected(cl))
+	n.run(30)
+	cl.silent = true // from now on only the test's datagrams reach the server
+	n.run(10)
+	sp := srv.rec.connects[0]
+	before, msgs := sp.Stats(), srv.rec.unreliable
+	msg := testPayload(msgKey{from: 1, stream: 9}, 30)
+
+	att := n.raw("10.0.0.66:4000", srv)
+	for i := range 10 {
+		att.send(sessionDatagram(sp.secret, wire.Seq(5000+i), msg)) // right secret, wrong address
+	}
+	wrong := sp.secret
+	wrong[7] ^= 0x40
+	var batch []socket.Message
+	for i := range 10 {
+		d := sessionDatagram(wrong, wire.Seq(6000+i), msg) // right address, wrong secret
+		batch = append(batch, socket.Message{Buf: d, N: len(d), Addr: srv.conn.LocalAddr()})
+	}
+	short := []byte{byte(wire.KindSession), 1, 2, 3}
+	batch = append(batch, socket.Message{Buf: short, N: len(short), Addr: srv.conn.LocalAddr()})
+	if _, err := cl.conn.WriteBatch(batch); err != nil {
+		t.Fatal(err)
+	}
+	n.run(5)
+	after := sp.Stats()
+	if after.DatagramsReceived != before.DatagramsReceived || after.BytesReceived != before.BytesReceived ||
+		after.Malformed != before.Malformed || srv.rec.unreliable != msgs {
+		t.Fatalf("forged datagrams reached the channel: %d → %d received", before.DatagramsReceived, after.DatagramsReceived)
+	}
+	s := srv.ep.Stats()
+	if s.UnknownSource != 10 || s.WrongSecret != 10 || s.Malformed[MalformedSessionHeader] != 1 {
+		t.Fatalf("unknown source %d, wrong secret %d, short %d", s.UnknownSource, s.WrongSecret, s.Malformed[MalformedSessionHeader])
+	}
+
+	// The genuine article passes: the client speaks again.
+	cl.silent = false
+	if err := cl.ep.Remote().Channel().SendUnreliable(msg); err != nil {
+		t.Fatal(err)
+	}
+	n.run(3)
+	if sp.Stats().DatagramsReceived <= before.DatagramsReceived || srv.rec.unreliable != msgs+1 {
+		t.Fatal("a genuine datagram did not reach the channel")
+	}
+
+	// The client checks the server's datagrams the same way.
+	cs := cl.ep.Stats()
+	cp := cl.ep.Remote()
+	att.server = cl.conn.LocalAddr()
+	att.send(sessionDatagram(cp.secret, 1, msg))
+	n.run(3)
+	if cl.ep.Stats().UnknownSource != cs.UnknownSource+1 {
+		t.Fatal("client accepted a session datagram from a stranger")
+	}
+}
+
+// drops sums the counters under which an endpoint files a datagram it
+// drops before any channel sees it.
+func drops(s EndpointStats) uint64 {
+	d := s.UnknownSource + s.WrongSecret + s.StrayReplies + s.RateLimited + s.RateLimitedGlobal +
+		s.BadCookie + s.ExpiredCookie + s.ForeignVersion
+	for r, v := range s.Malformed {
+		if MalformedReason(r) != MalformedChannel {
+			d += v
+		}
+	}
+	return d
+}
+
+// S-E8: random bytes behind every packet kind byte (and behind invalid
+// ones), at a server and at a client mid-handshake, never panic and each is
+// dropped and counted exactly once, malformed ones by reason; random
+// session datagrams with a valid header from the peer's address reach the
+// channel, which refuses the undecodable ones, counted at both levels.
+func TestRandomDatagramsCounted(t *testing.T) {
+	n := newEpNet(t, 31, epLink(5, 0, 0))
+	lim := EndpointConfig{HandshakeRate: 1e6, HandshakeBurst: 1e6, GlobalHandshakeRate: 1e9, GlobalHandshakeBurst: 1e9}
+	srv := n.server("10.0.0.1:9000", lim)
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	n.runUntil(120, "connect", isConnected(cl))
+	pending := n.client("10.0.0.3:5000", srv, EndpointConfig{})
+	pending.deaf = true // stays mid-handshake: receives only what the test hands it
+	n.run(2)
+	sp := srv.rec.connects[0]
+	rng := rand.New(rand.NewPCG(31, 8))
+	stranger := netip.MustParseAddrPort("10.0.0.99:1234")
+	random := func(kind byte) []byte {
+		size := rng.IntN(120)
+		if rng.IntN(10) == 0 {
+			size = rng.IntN(MaxMTU + 50)
+		}
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		if size > 0 {
+			b[0] = kind
+		}
+		return b
+	}
+	for _, kind := range []byte{0, 1, 2, 3, 4, 5, 6, 7, 0x42, 0xff} {
+		for _, target := range []*node{srv, pending} {
+			from := stranger
+			if target == pending {
+				from = srv.conn.LocalAddr()
+			}
+			start := target.ep.Stats()
+			for range 400 {
+				before := drops(target.ep.Stats())
+				target.ep.handle(n.now, from, random(kind))
+				if d := drops(target.ep.Stats()) - before; d != 1 {
+					t.Fatalf("kind %#x at %s: a datagram counted %d times", kind, target.name, d)
+				}
+			}
+			end := target.ep.Stats()
+			var mal [malformedReasons]uint64
+			for r := range mal {
+				mal[r] = end.Malformed[r] - start.Malformed[r]
+			}
+			t.Logf("kind %#02x at %-22s malformed %v, unknown source %d, stray %d", kind, target.name, mal,
+				end.UnknownSource-start.UnknownSource, end.StrayReplies-start.StrayReplies)
+		}
+	}
+	if srv.ep.StateSize() != 1 || pending.ep.StateSize() != 0 || len(pending.rec.connects) != 0 {
+		t.Fatal("random datagrams created sessions")
+	}
+
+	// Random session datagrams behind a valid header, from the peer.
+	before, beforeEp := sp.Stats(), srv.ep.Stats()
+	const k = 2000
+	for range k {
+		b := random(byte(wire.KindSession))
+		b = b[:min(len(b), MaxMTU)]
+		if len(b) < wire.SessionHeaderLen {
+			b = append(b, make([]byte, wire.SessionHeaderLen-len(b))...)
+		}
+		b[0] = byte(wire.KindSession)
+		copy(b[1:], sp.secret[:])
+		srv.ep.handle(n.now, sp.Addr(), b)
+	}
+	after, afterEp := sp.Stats(), srv.ep.Stats()
+	if after.DatagramsReceived-before.DatagramsReceived != k {
+		t.Fatalf("%d of %d reached the channel", after.DatagramsReceived-before.DatagramsReceived, k)
+	}
+	refused := afterEp.Malformed[MalformedChannel] - beforeEp.Malformed[MalformedChannel]
+	if refused == 0 || refused != after.Malformed-before.Malformed {
+		t.Fatalf("channel malformed: endpoint %d, channel %d", refused, after.Malformed-before.Malformed)
+	}
+	t.Logf("random session datagrams: %d of %d refused as malformed", refused, k)
+
+	// The session still works.
+	n.run(30)
+	if sp.State() != PeerConnected || cl.ep.Remote().State() != PeerConnected {
+		t.Fatal("random datagrams broke the session")
+	}
+
+	// The same through the socket: nothing panics, everything is counted.
+	att := n.raw("10.0.0.77:4000", srv)
+	in := srv.ep.Stats().DatagramsIn
+	for i := range 300 {
+		b := random(byte(i % 9))
+		att.send(b[:min(len(b), MaxMTU)])
+	}
+	n.run(3)
+	if got := srv.ep.Stats().DatagramsIn - in; got < 300 {
+		t.Fatalf("server read %d of 300", got)
+	}
+}
+
+// Off-path forgery of handshake replies: an attacker who spoofs the
+// server's address but cannot see the client's nonce cannot abort or hijack
+// the handshake with a forged Reject, Challenge or Accept — the client
+// drops replies whose nonce is not its attempt's (counted as stray) and
+// connects to the real server.
+func TestForgedRepliesIgnored(t *testing.T) {
+	n := newEpNet(t, 32, epLink(40, 0, 0))
+	srv := n.server("10.0.0.1:9000", EndpointConfig{})
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	n.step() // the ConnectRequest is on its way
+	// Forged replies, "from" the server (the simulated attacker writes
+	// through the server's socket: source spoofing), with guessed nonces.
+	var forged []socket.Message
+	for i := range uint64(20) {
+		for _, b := range [][]byte{
+			wire.AppendReject(nil, wire.Reject{Nonce: i, Reason: wire.RejectServerFull}),
+			wire.AppendChallenge(nil, wire.Challenge{Nonce: i}),
+			wire.AppendAccept(nil, wire.Accept{Nonce: i, PeerID: 9, Secret: 1, MTU: DefaultMTU, MaxMessage: 100}),
+		} {
+			forged = append(forged, socket.Message{Buf: b, N: len(b), Addr: cl.conn.LocalAddr()})
+		}
+	}
+	if _, err := srv.conn.WriteBatch(forged); err != nil {
+		t.Fatal(err)
+	}
+	n.runUntil(120, "connect", isConnected(cl))
+	if cl.ep.Err() != nil || cl.ep.Stats().StrayReplies != uint64(len(forged)) {
+		t.Fatalf("err %v, stray %d of %d", cl.ep.Err(), cl.ep.Stats().StrayReplies, len(forged))
+	}
+	if cl.ep.Remote().ID() != srv.rec.connects[0].ID() || cl.ep.Remote().secret != srv.rec.connects[0].secret {
+		t.Fatal("the client adopted a forged Accept")
+	}
+}
+
+// Token replay: every resume rotates the token, so a token seen on the
+// wire before a resume is dead after it — presenting it is refused (as
+// expired: the server minted it, no session holds it) and the session is
+// untouched. A token that never left the server cannot be guessed: 64
+// random bits plus a 64-bit MAC.
+func TestTokenReplayAfterResume(t *testing.T) {
+	n := newEpNet(t, 33, epLink(10, 0, 0))
+	srv := n.server("10.0.0.1:9000", EndpointConfig{})
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	n.runUntil(120, "connect", isConnected(cl))
+	sp := srv.rec.connects[0]
+	stolen := sp.token
+	if err := cl.ep.Resume(n.now, nil); err != nil {
+		t.Fatal(err)
+	}
+	n.runUntil(120, "resume", func() bool { return len(cl.rec.resumes) == 1 })
+	att := n.raw("10.0.0.66:4000", srv)
+	rj, _, err := wire.ParseReject(n.handshake(att, 99, &stolen))
+	if err != nil || rj.Reason != wire.RejectExpiredToken {
+		t.Fatalf("replayed token: %+v %v", rj, err)
+	}
+	if sp.Addr() != cl.conn.LocalAddr() || sp.State() != PeerConnected || len(srv.rec.resumes) != 1 {
+		t.Fatal("a replayed token moved the session")
+	}
+}
