@@ -104,12 +104,12 @@ type Event struct {
 	// verdict decided the record (for a record decided at Seal, the last seq
 	// it sent, or 0 if it sent none).
 	Seq wire.Seq
-	// SentAt is when Seq was sent, on the caller's clock (0 for a record
-	// sealed empty).
-	SentAt time.Duration
 	// Record is the record Seq belongs to, or NoRecord. After a record event
 	// the RecordID is released and must not be used again.
 	Record RecordID
+	// SentAt is when Seq was sent, on the caller's clock (0 for a record
+	// sealed empty).
+	SentAt time.Duration
 	// Tag is the caller's tag for Record (0 for NoRecord).
 	Tag uint64
 }
@@ -287,17 +287,23 @@ func (t *SendTracker) Send(dst []Event, now time.Duration, id RecordID) (wire.Se
 		r.last, r.lastAt = t.next, now
 		ri = uint32(id) & (1<<recordIndexBits - 1)
 	}
+	seq := t.next
+	return seq, t.sendSeq(dst, now, ri)
+}
+
+// sendSeq puts the next seq in flight for record slab index+1 ri (0 for
+// none), evicting the oldest unresolved seq first if the span is full.
+func (t *SendTracker) sendSeq(dst []Event, now time.Duration, ri uint32) []Event {
 	if int(t.next-t.oldest) >= t.cfg.MaxInFlight {
 		dst = t.resolve(dst, t.oldest, false, CauseEvicted)
 		t.advanceOldest()
 	}
-	seq := t.next
-	*t.ring.Insert(seq) = sentSeq{sentAt: now, record: ri}
+	*t.ring.Insert(t.next) = sentSeq{sentAt: now, record: ri}
 	t.next++
 	t.pending++
 	t.sentAny = true
 	t.stats.Sent++
-	return seq, dst
+	return dst
 }
 
 // Skip assigns the next seq to a datagram that expects no verdict — an
@@ -332,8 +338,12 @@ func (t *SendTracker) InFlightRoom() int {
 // SendOne is Open, Send and Seal for a datagram that is a record by itself.
 func (t *SendTracker) SendOne(dst []Event, now time.Duration, tag uint64) (wire.Seq, RecordID, []Event) {
 	id := t.Open(tag)
-	seq, dst := t.Send(dst, now, id)
-	return seq, id, t.Seal(dst, id)
+	// Open returned a live, unsealed record: skip Send's and Seal's checks.
+	r := &t.records[uint32(id)&(1<<recordIndexBits-1)-1]
+	r.unacked, r.sent, r.sealed = 1, 1, true
+	seq := t.next
+	r.last, r.lastAt = seq, now
+	return seq, id, t.sendSeq(dst, now, uint32(id)&(1<<recordIndexBits-1))
 }
 
 // OnAck applies an ack header from the peer — ack is the newest seq it
@@ -363,15 +373,15 @@ func (t *SendTracker) OnAck(dst []Event, now time.Duration, ack wire.Seq, bits u
 	}
 	threshold := t.cfg.ReorderThreshold
 	for seq := t.oldest; ; seq++ {
-		if t.ring.Has(seq) {
+		if slot := t.ring.Get(seq); slot != nil {
 			back := ack.Sub(seq) // 0..32767: seq is not newer than ack
 			switch {
 			case back == 0 || back < AckWindow && bits&(1<<uint(back-1)) != 0:
-				dst = t.resolve(dst, seq, true, CauseNone)
+				dst = t.resolveSlot(dst, seq, slot, true, CauseNone)
 			case back >= AckWindow:
-				dst = t.resolve(dst, seq, false, CauseWindow)
+				dst = t.resolveSlot(dst, seq, slot, false, CauseWindow)
 			case back >= threshold:
-				dst = t.resolve(dst, seq, false, CauseReorder)
+				dst = t.resolveSlot(dst, seq, slot, false, CauseReorder)
 			}
 		}
 		if seq == ack {
@@ -415,11 +425,16 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 // resolve gives seq (which must be unresolved) its verdict, updates its
 // record and appends the events.
 func (t *SendTracker) resolve(dst []Event, seq wire.Seq, acked bool, cause Cause) []Event {
-	s := *t.ring.Get(seq)
+	return t.resolveSlot(dst, seq, t.ring.Get(seq), acked, cause)
+}
+
+// resolveSlot is resolve with seq's ring slot already looked up.
+func (t *SendTracker) resolveSlot(dst []Event, seq wire.Seq, slot *sentSeq, acked bool, cause Cause) []Event {
+	s := *slot
 	t.ring.Remove(seq)
 	t.pending--
 
-	ev := Event{Kind: SeqAcked, Cause: cause, Seq: seq, SentAt: s.sentAt}
+	ev := Event{Kind: SeqAcked, Cause: cause, Seq: seq, SentAt: s.sentAt} // 24 bytes: fields ordered to pack
 	if acked {
 		t.stats.Acked++
 		t.stats.LossRate -= t.stats.LossRate / 64
