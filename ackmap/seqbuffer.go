@@ -54,6 +54,15 @@ func (b *SeqBuffer[T]) Insert(seq wire.Seq) *T {
 	return &sl.val
 }
 
+// Claim is Insert without zeroing the value: the caller overwrites what it
+// uses. For large values of which a caller fills a prefix (a manifest with a
+// count), it saves clearing the whole slot on every insert.
+func (b *SeqBuffer[T]) Claim(seq wire.Seq) *T {
+	sl := &b.slots[uint16(seq)&b.mask]
+	sl.tag = uint32(seq) + 1
+	return &sl.val
+}
+
 // Get returns a pointer to seq's value, or nil when the slot is empty or
 // holds a different seq.
 func (b *SeqBuffer[T]) Get(seq wire.Seq) *T {
@@ -78,6 +87,15 @@ func (b *SeqBuffer[T]) Remove(seq wire.Seq) bool {
 	}
 	*sl = seqSlot[T]{}
 	return true
+}
+
+// Drop empties seq's slot if it holds seq, like Remove, but leaves the
+// value's bytes in place (for values holding no pointers, whose next
+// Claim overwrites what it uses).
+func (b *SeqBuffer[T]) Drop(seq wire.Seq) {
+	if sl := &b.slots[uint16(seq)&b.mask]; sl.tag == uint32(seq)+1 {
+		sl.tag = 0
+	}
 }
 
 // Reset empties every slot.

@@ -77,3 +77,21 @@ func TestSeqBufferWrapStaleDetection(t *testing.T) {
 		}
 	}
 }
+
+func TestSeqBufferClaimAndDrop(t *testing.T) {
+	b := NewSeqBuffer[[2]int](4)
+	*b.Insert(1) = [2]int{7, 8}
+	b.Drop(1)
+	if b.Has(1) {
+		t.Fatal("Drop left seq 1")
+	}
+	b.Drop(5) // a different seq in the same slot: no-op
+	v := b.Claim(5)
+	if !b.Has(5) || b.Has(1) {
+		t.Fatal("Claim did not take the slot")
+	}
+	v[0] = 9 // Claim leaves the old bytes for the caller to overwrite
+	if got := *b.Get(5); got[0] != 9 {
+		t.Fatalf("Get(5) = %v", got)
+	}
+}

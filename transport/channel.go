@@ -122,9 +122,10 @@ type queued struct {
 // Memory is sized at construction and reused: message copies keep their
 // buffers' capacity, so steady-state traffic allocates nothing.
 type Channel struct {
-	cfg     Config
-	handler Handler
-	secret  uint64
+	cfg       Config
+	handler   Handler
+	secret    uint64
+	pieceSize int // fragment piece size at this MTU
 
 	tracker  *ackmap.SendTracker
 	history  ackmap.RecvHistory
@@ -188,6 +189,7 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 	}
 	c := &Channel{
 		cfg:       cfg,
+		pieceSize: fragment.PieceSize(cfg.MTU),
 		handler:   h,
 		secret:    secret,
 		tracker:   tr,
@@ -366,7 +368,7 @@ const KeepAliveInterval = 250 * time.Millisecond
 // this Flush's datagram budget, since one evicted datagram would abandon it.
 func (c *Channel) flushRecords() {
 	single := c.cfg.MTU - datagramOverhead
-	piece := fragment.PieceSize(c.cfg.MTU)
+	piece := c.pieceSize
 	n := len(c.outRecs) // records queued by a handler during this Flush wait for the next
 	sent := 0
 	for ; sent < n; sent++ {
@@ -452,7 +454,7 @@ func (c *Channel) flushReliable() {
 // evict the message's own pieces as lost before their acks could arrive —
 // and by the datagram budget. It reports false when it stopped for either.
 func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
-	piece := fragment.PieceSize(c.cfg.MTU)
+	piece := c.pieceSize
 	if !sl.sent || c.tick-sl.attempt >= uint64(c.cfg.FragmentExpiry) {
 		if sl.sent {
 			c.stats.FragmentRestarts++
@@ -495,7 +497,7 @@ func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 // not fit this Flush waits for the next, in order.
 func (c *Channel) flushQueued() {
 	single := c.cfg.MTU - datagramOverhead
-	piece := fragment.PieceSize(c.cfg.MTU)
+	piece := c.pieceSize
 	n := len(c.outMsgs) // messages queued by a handler during this Flush wait for the next
 	done := 0
 	for ; done < n; done++ {
@@ -618,7 +620,7 @@ func (c *Channel) pieceMargin() int { return c.tracker.Config().MaxInFlight / 8 
 // in-flight window and at most MaxDatagramsPerFlush datagrams.
 func (c *Channel) MaxRecordSize() int {
 	pieces := min(wire.MaxFragments, c.tracker.Config().MaxInFlight/2, c.cfg.MaxDatagramsPerFlush)
-	return min(c.cfg.MaxMessageSize, pieces*fragment.PieceSize(c.cfg.MTU)-maxFraming)
+	return min(c.cfg.MaxMessageSize, pieces*c.pieceSize-maxFraming)
 }
 
 func (c *Channel) nextFragID() wire.Seq {
@@ -679,7 +681,9 @@ func (c *Channel) finish() {
 		seq, evs = c.tracker.Send(c.events[:0], c.now, c.curRec)
 	}
 	if c.man.n > 0 {
-		*c.manifests.Insert(seq) = c.man
+		m := c.manifests.Claim(seq) // copy only the entries in use
+		m.n = c.man.n
+		copy(m.entries[:m.n], c.man.entries[:m.n])
 	}
 	if c.sealAfter != ackmap.NoRecord && c.sealAfter == c.curRec {
 		evs = c.tracker.Seal(evs, c.sealAfter)
@@ -741,63 +745,65 @@ func (c *Channel) Receive(now time.Duration, tick uint64, b []byte) error {
 		c.stats.AckOnlyReceived++
 	}
 	for len(frames) > 0 {
-		t, k, _ := wire.SkipFrame(frames) // validated above
-		c.deliverFrame(t, frames[:k], tick, true)
-		frames = frames[k:]
+		frames = frames[c.deliverFrame(frames, tick, true):] // validated above
 	}
 	return nil
 }
 
-// deliverFrame applies one validated frame. Fragments are reassembled and
-// the whole message delivered as the frame it encodes (never another
-// fragment).
-func (c *Channel) deliverFrame(t wire.FrameType, f []byte, tick uint64, allowFragment bool) {
-	switch t {
+// deliverFrame applies the validated frame at the front of f and returns
+// its length. Fragments are reassembled and the whole message delivered as
+// the frame it encodes (never another fragment).
+func (c *Channel) deliverFrame(f []byte, tick uint64, allowFragment bool) int {
+	var n int
+	switch wire.FrameType(f[0]) {
 	case wire.FrameUnreliable:
-		u, _, _ := wire.ParseUnreliableFrame(f)
+		var u wire.UnreliableFrame
+		u, n, _ = wire.ParseUnreliableFrame(f)
 		c.deliver(Message{Delivery: Unreliable, Payload: u.Payload})
 	case wire.FrameSequenced:
-		s, _, _ := wire.ParseSequencedFrame(f)
-		if int(s.Stream) >= len(c.seqRecv) {
+		var s wire.SequencedFrame
+		s, n, _ = wire.ParseSequencedFrame(f)
+		switch {
+		case int(s.Stream) >= len(c.seqRecv):
 			c.stats.BadStream++
-			return
-		}
-		if !c.seqRecv[s.Stream].accept(s.Seq) {
+		case !c.seqRecv[s.Stream].accept(s.Seq):
 			c.stats.SequencedStale++
-			return
+		default:
+			c.deliver(Message{Delivery: Sequenced, Stream: s.Stream, ID: s.Seq, Payload: s.Payload})
 		}
-		c.deliver(Message{Delivery: Sequenced, Stream: s.Stream, ID: s.Seq, Payload: s.Payload})
 	case wire.FrameReliable:
-		r, _, _ := wire.ParseReliableFrame(f)
+		var r wire.ReliableFrame
+		r, n, _ = wire.ParseReliableFrame(f)
 		c.receiveReliable(r)
 	case wire.FrameActionStream:
-		a, _, _ := wire.ParseActionStreamFrame(f)
+		var a wire.ActionStreamFrame
+		a, n, _ = wire.ParseActionStreamFrame(f)
 		c.deliver(Message{Delivery: Record, Payload: a.Payload})
 	case wire.FrameFragment:
+		var fr wire.FragmentFrame
+		fr, n, _ = wire.ParseFragmentFrame(f)
 		if !allowFragment {
 			c.stats.Malformed++
-			return
+			break
 		}
-		fr, _, _ := wire.ParseFragmentFrame(f)
 		msg, err := c.assembler.Add(fr, tick)
 		if err != nil {
 			c.stats.FragmentsRefused++
-			return
+			break
 		}
 		if msg == nil {
-			return
+			break
 		}
-		mt, n, err := wire.SkipFrame(msg)
-		if err != nil || n != len(msg) || mt != fr.Mode {
-			c.stats.Malformed++
-			return
-		}
-		c.deliverFrame(mt, msg, tick, false)
+		// The assembler checked msg is exactly one frame of type fr.Mode.
+		c.deliverFrame(msg, tick, false)
 	case wire.FrameDisconnect:
-		d, _, _ := wire.ParseDisconnectFrame(f)
+		var d wire.DisconnectFrame
+		d, n, _ = wire.ParseDisconnectFrame(f)
 		c.handler.OnDisconnect(d.Reason)
 	case wire.FrameKeepAlive:
+		n = wire.KeepAliveFrameLen
 	}
+	return n
 }
 
 func (c *Channel) receiveReliable(r wire.ReliableFrame) {
@@ -861,7 +867,7 @@ func (c *Channel) dispatch(evs []ackmap.Event) {
 					rs.lostWhole(e.id)
 				}
 			}
-			c.manifests.Remove(ev.Seq)
+			c.manifests.Drop(ev.Seq)
 		case ackmap.RecordConfirmed:
 			c.handler.OnRecord(ev.Tag, true)
 		case ackmap.RecordAbandoned:
