@@ -446,3 +446,23 @@ func TestLargeMessagesBackToBackNoSpuriousLoss(t *testing.T) {
 		t.Fatalf("lossless link: lost %d, restarts %d, resent %d", st.Ack.Lost, st.FragmentRestarts, st.ReliableResent)
 	}
 }
+
+// Queue depths are visible in Stats.
+func TestStatsQueueDepths(t *testing.T) {
+	p := newPair(t, Config{})
+	p.a.SendReliable(1, make([]byte, 10))
+	p.a.SendReliable(2, make([]byte, 10))
+	p.a.SendUnreliable(make([]byte, 30))
+	p.a.SendRecord(1, make([]byte, 5))
+	st := p.a.Stats()
+	if st.ReliableHeld != 2 || st.ReliableHeldBytes == 0 || st.QueuedBytes == 0 || st.QueuedRecords != 1 {
+		t.Fatalf("before flush: %+v", st)
+	}
+	for range 5 {
+		p.step()
+	}
+	st = p.a.Stats()
+	if st.ReliableHeld != 0 || st.ReliableHeldBytes != 0 || st.QueuedBytes != 0 || st.QueuedRecords != 0 {
+		t.Fatalf("after delivery: held %d/%d queued %d records %d", st.ReliableHeld, st.ReliableHeldBytes, st.QueuedBytes, st.QueuedRecords)
+	}
+}

@@ -49,6 +49,14 @@ type ChannelStats struct {
 	RTO       time.Duration
 	Pending   int // sent datagrams awaiting a verdict
 	Fragments fragment.Stats
+
+	// Queue depths at the time of the call.
+	ReliableHeld       int // reliable messages held until acked, all streams
+	ReliableHeldBytes  int // their frame bytes
+	ReliableBufferedIn int // out-of-order bytes buffered by ordered streams
+	QueuedBytes        int // unreliable and sequenced frame bytes not yet sent
+	QueuedRecords      int // record sends not yet sent
+	PartialAssemblies  int // fragmented messages partly received
 }
 
 // Stats returns a copy of the channel's counters.
@@ -60,5 +68,14 @@ func (c *Channel) Stats() ChannelStats {
 	s.RTO = c.tracker.RTO()
 	s.Pending = c.tracker.PendingCount()
 	s.Fragments = c.assembler.Stats()
+	for _, rs := range c.reliable {
+		s.ReliableHeld += rs.unacked
+		s.ReliableHeldBytes += rs.queued
+	}
+	for _, rr := range c.rrecv {
+		s.ReliableBufferedIn += rr.buffered
+	}
+	s.QueuedBytes, s.QueuedRecords = c.outBytes, len(c.outRecs)
+	s.PartialAssemblies = c.assembler.Partials()
 	return s
 }
