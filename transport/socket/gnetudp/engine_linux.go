@@ -17,6 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tickwire/tickwire/internal/sockaddr"
 	"github.com/tickwire/tickwire/transport/socket"
 )
 
@@ -56,7 +57,7 @@ type sysState struct {
 	// buffers and clears them before returning.
 	hdrs        []unix.Mmsghdr
 	iovs        []unix.Iovec
-	names       []rawSockaddr
+	names       []sockaddr.Raw
 	pfd         [1]unix.PollFd
 	perDatagram bool // sendto per datagram, as gnet's Conn.SendTo does (benchmarks)
 
@@ -68,15 +69,15 @@ type sysState struct {
 type drainState struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
-	names []rawSockaddr
+	names []sockaddr.Raw
 }
 
 // newVectors allocates n message headers, each pointing at its own iovec
 // and sockaddr.
-func newVectors(n int) ([]unix.Mmsghdr, []unix.Iovec, []rawSockaddr) {
+func newVectors(n int) ([]unix.Mmsghdr, []unix.Iovec, []sockaddr.Raw) {
 	hdrs := make([]unix.Mmsghdr, n)
 	iovs := make([]unix.Iovec, n)
-	names := make([]rawSockaddr, n)
+	names := make([]sockaddr.Raw, n)
 	for i := range hdrs {
 		h := &hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&names[i]))
@@ -179,7 +180,7 @@ func Open(laddr netip.AddrPort, cfg Config) (*Engine, error) {
 	if s.family, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil {
 		return fail(os.NewSyscallError("getsockopt", err))
 	}
-	if e.laddr, err = sockname(fd); err != nil {
+	if e.laddr, err = sockaddr.Name(fd); err != nil {
 		return fail(os.NewSyscallError("getsockname", err))
 	}
 	e.rcvbuf, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
@@ -226,7 +227,7 @@ func reservePort(laddr netip.AddrPort) (fd int, port uint16, err error) {
 			return -1, 0, os.NewSyscallError("setsockopt", err)
 		}
 	}
-	var sa rawSockaddr
+	var sa sockaddr.Raw
 	salen, err := putSockaddr(&sa, netip.AddrPortFrom(laddr.Addr(), 0), family)
 	if err != nil {
 		return -1, 0, err
@@ -237,7 +238,7 @@ func reservePort(laddr netip.AddrPort) (fd int, port uint16, err error) {
 	if err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 		return -1, 0, os.NewSyscallError("setsockopt", err)
 	}
-	ap, err := sockname(fd)
+	ap, err := sockaddr.Name(fd)
 	if err != nil {
 		return -1, 0, os.NewSyscallError("getsockname", err)
 	}
@@ -344,7 +345,7 @@ func (d *drainState) drain(fd int, r *ring) {
 			hd := &d.hdrs[j]
 			r.lens[i] = int32(hd.Len)
 			r.trunc[i] = hd.Hdr.Flags&unix.MSG_TRUNC != 0
-			r.addrs[i] = addrPortFromRaw(&d.names[j])
+			r.addrs[i] = sockaddr.AddrPort(&d.names[j])
 			nbytes += uint64(hd.Len)
 		}
 		r.head.Store(h + uint64(n))

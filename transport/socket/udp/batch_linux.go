@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickwire/tickwire/internal/sockaddr"
 	"github.com/tickwire/tickwire/transport/socket"
 )
 
@@ -65,7 +66,7 @@ type batchConn struct {
 type recvState struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
-	names []rawSockaddr
+	names []sockaddr.Raw
 
 	// Set before and read after each RawConn.Read.
 	n        int        // headers offered
@@ -93,7 +94,7 @@ type recvState struct {
 type sendState struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
-	names []rawSockaddr
+	names []sockaddr.Raw
 	ctrl  []byte // a UDP_SEGMENT control message per header
 	first []int  // header h carries messages first[h] to first[h+1]-1
 
@@ -135,7 +136,7 @@ func openBatch(laddr netip.AddrPort, cfg Config) (impl, error) {
 	var probeErr error
 	var gso bool
 	err = rc.Control(func(fd uintptr) {
-		c.family, probeErr = socketFamily(int(fd))
+		c.family, probeErr = sockaddr.Family(int(fd))
 		if probeErr != nil {
 			return
 		}
@@ -186,7 +187,7 @@ func (c *batchConn) initRecv(batch int) {
 	}
 	r.hdrs = make([]unix.Mmsghdr, slots)
 	r.iovs = make([]unix.Iovec, slots)
-	r.names = make([]rawSockaddr, slots)
+	r.names = make([]sockaddr.Raw, slots)
 	for i := range r.hdrs {
 		h := &r.hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
@@ -206,7 +207,7 @@ func (c *batchConn) initSend(batch int) {
 	w := &c.w
 	w.hdrs = make([]unix.Mmsghdr, batch)
 	w.iovs = make([]unix.Iovec, batch)
-	w.names = make([]rawSockaddr, batch)
+	w.names = make([]sockaddr.Raw, batch)
 	w.first = make([]int, batch+1)
 	w.ctrl = make([]byte, batch*sizeofGSOCmsg)
 	for i := range w.hdrs {
@@ -303,7 +304,7 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 			iov.Base = &b[0]
 		}
 		iov.SetLen(len(b))
-		r.hdrs[i].Hdr.Namelen = sizeofSockaddrInet6
+		r.hdrs[i].Hdr.Namelen = sockaddr.Len
 	}
 	r.n = k
 	err := c.recv(block)
@@ -318,7 +319,7 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 		h := &r.hdrs[i]
 		m := &msgs[i]
 		m.N = int(h.Len)
-		m.Addr = addrPortFromRaw(&r.names[i])
+		m.Addr = sockaddr.AddrPort(&r.names[i])
 		nbytes += uint64(h.Len)
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			trunc++
@@ -348,7 +349,7 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 	if n < len(msgs) {
 		for i := range r.hdrs {
 			h := &r.hdrs[i].Hdr
-			h.Namelen = sizeofSockaddrInet6
+			h.Namelen = sockaddr.Len
 			h.SetControllen(sizeofGROCmsg)
 		}
 		r.n = len(r.hdrs)
@@ -361,7 +362,7 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 			var coalesced uint64
 			for i := range r.got {
 				h := &r.hdrs[i]
-				r.addrs[i] = addrPortFromRaw(&r.names[i])
+				r.addrs[i] = sockaddr.AddrPort(&r.names[i])
 				seg := 0
 				if cl := int(h.Hdr.Controllen); cl > 0 {
 					seg = groSegSize(r.ctrl[i*sizeofGROCmsg : i*sizeofGROCmsg+min(cl, sizeofGROCmsg)])

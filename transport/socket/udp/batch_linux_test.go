@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickwire/tickwire/internal/sockaddr"
 	"github.com/tickwire/tickwire/transport/socket"
 )
 
@@ -327,27 +328,27 @@ func TestSockaddr(t *testing.T) {
 		{"[::1]:443", "[::1]:443", unix.AF_INET6},
 		{"[fe80::1%3]:5", "[fe80::1%3]:5", unix.AF_INET6},
 	} {
-		var sa rawSockaddr
+		var sa sockaddr.Raw
 		ap := netip.MustParseAddrPort(tc.in)
 		if _, err := putSockaddr(&sa, ap, tc.family); err != nil {
 			t.Fatalf("%s: %v", tc.in, err)
 		}
-		if got := addrPortFromRaw(&sa); got.String() != tc.out {
+		if got := sockaddr.AddrPort(&sa); got.String() != tc.out {
 			t.Fatalf("%s on family %d: decoded %v, want %s", tc.in, tc.family, got, tc.out)
 		}
 	}
-	var sa rawSockaddr
+	var sa sockaddr.Raw
 	if _, err := putSockaddr(&sa, netip.MustParseAddrPort("[::1]:1"), unix.AF_INET); !errors.Is(err, ErrInvalidAddr) {
 		t.Fatalf("IPv6 on an IPv4 socket: %v, want ErrInvalidAddr", err)
 	}
 	v4, v6 := netip.MustParseAddrPort("10.1.2.3:4"), netip.MustParseAddrPort("[2001:db8::1]:4")
 	allocs := testing.AllocsPerRun(100, func() {
 		putSockaddr(&sa, v4, unix.AF_INET)
-		addrPortFromRaw(&sa)
+		sockaddr.AddrPort(&sa)
 		putSockaddr(&sa, v4, unix.AF_INET6)
-		addrPortFromRaw(&sa)
+		sockaddr.AddrPort(&sa)
 		putSockaddr(&sa, v6, unix.AF_INET6)
-		addrPortFromRaw(&sa)
+		sockaddr.AddrPort(&sa)
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations converting addresses", allocs)

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickwire/tickwire/internal/sockaddr"
 	"github.com/tickwire/tickwire/transport/socket"
 )
 
@@ -23,7 +24,7 @@ func isTruncation(error) bool { return false }
 type tryRecvState struct {
 	hdr   unix.Msghdr
 	iov   unix.Iovec
-	name  rawSockaddr
+	name  sockaddr.Raw
 	n     int
 	ok    bool
 	errno unix.Errno
@@ -62,7 +63,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		t.iov.Base = &m.Buf[0]
 	}
 	t.iov.SetLen(len(m.Buf))
-	t.hdr.Namelen = sizeofSockaddrInet6
+	t.hdr.Namelen = sockaddr.Len
 	t.ok, t.errno = false, 0
 	err = c.rc.Read(t.fn)
 	t.iov.Base = nil
@@ -76,7 +77,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		return false, false, nil
 	}
 	m.N = t.n
-	m.Addr = addrPortFromRaw(&t.name)
+	m.Addr = sockaddr.AddrPort(&t.name)
 	return true, t.hdr.Flags&unix.MSG_TRUNC != 0, nil
 }
 

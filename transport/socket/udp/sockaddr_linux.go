@@ -2,109 +2,16 @@ package udp
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
-	"strconv"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/tickwire/tickwire/internal/sockaddr"
 )
 
-// rawSockaddr is storage for either address family: a RawSockaddrInet6 is
-// the larger of the two, and a RawSockaddrInet4 is read through a pointer
-// cast when Family says so.
-type rawSockaddr = unix.RawSockaddrInet6
-
-const (
-	sizeofSockaddrInet4 = unix.SizeofSockaddrInet4
-	sizeofSockaddrInet6 = unix.SizeofSockaddrInet6
-)
-
-// portOf and setPort read and write the port, which the kernel stores in
-// network byte order.
-func portOf(sa *rawSockaddr) uint16 {
-	p := (*[2]byte)(unsafe.Pointer(&sa.Port))
-	return uint16(p[0])<<8 | uint16(p[1])
-}
-
-func setPort(sa *rawSockaddr, port uint16) {
-	p := (*[2]byte)(unsafe.Pointer(&sa.Port))
-	p[0], p[1] = byte(port>>8), byte(port)
-}
-
-// addrPortFromRaw converts a received sockaddr to a netip.AddrPort.
-// IPv4-mapped IPv6 addresses (from a dual-stack socket) come out as IPv4.
-// It allocates nothing except for a scoped (link-local) IPv6 source, whose
-// zone is the numeric interface index.
-func addrPortFromRaw(sa *rawSockaddr) netip.AddrPort {
-	switch sa.Family {
-	case unix.AF_INET:
-		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), portOf(sa))
-	case unix.AF_INET6:
-		a := netip.AddrFrom16(sa.Addr)
-		if a.Is4In6() {
-			a = a.Unmap()
-		} else if sa.Scope_id != 0 {
-			a = a.WithZone(strconv.FormatUint(uint64(sa.Scope_id), 10))
-		}
-		return netip.AddrPortFrom(a, portOf(sa))
-	}
-	return netip.AddrPort{}
-}
-
-// putSockaddr encodes ap into sa for a socket of the given family and
-// returns the sockaddr length. An IPv4 address on an IPv6 socket is
-// written IPv4-mapped. It allocates only when it reports an error or
-// resolves a named zone.
-func putSockaddr(sa *rawSockaddr, ap netip.AddrPort, family int) (uint32, error) {
-	a := ap.Addr()
-	if family == unix.AF_INET {
-		if a.Is4In6() {
-			a = a.Unmap()
-		}
-		if !a.Is4() {
-			return 0, fmt.Errorf("%w: %v on an IPv4 socket", ErrInvalidAddr, ap)
-		}
-		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		sa4.Family = unix.AF_INET
-		sa4.Addr = a.As4()
-		sa4.Zero = [8]uint8{}
-		setPort(sa, ap.Port())
-		return sizeofSockaddrInet4, nil
-	}
-	if !a.IsValid() {
-		return 0, fmt.Errorf("%w: %v", ErrInvalidAddr, ap)
-	}
-	var scope uint32
-	if z := a.Zone(); z != "" {
-		var err error
-		if scope, err = zoneIndex(z); err != nil {
-			return 0, fmt.Errorf("%w: %v: %v", ErrInvalidAddr, ap, err)
-		}
-	}
-	sa.Family = unix.AF_INET6
-	sa.Flowinfo = 0
-	sa.Addr = a.As16()
-	sa.Scope_id = scope
-	setPort(sa, ap.Port())
-	return sizeofSockaddrInet6, nil
-}
-
-// zoneIndex resolves an IPv6 zone: a number is the interface index,
-// anything else an interface name.
-func zoneIndex(zone string) (uint32, error) {
-	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
-		return uint32(n), nil
-	}
-	ifi, err := net.InterfaceByName(zone)
+// putSockaddr is sockaddr.Put with this package's error.
+func putSockaddr(sa *sockaddr.Raw, ap netip.AddrPort, family int) (uint32, error) {
+	n, err := sockaddr.Put(sa, ap, family)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", ErrInvalidAddr, err)
 	}
-	return uint32(ifi.Index), nil
-}
-
-// socketFamily reports the address family of the socket behind fd.
-func socketFamily(fd int) (int, error) {
-	return unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	return n, nil
 }
