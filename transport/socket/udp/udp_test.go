@@ -122,7 +122,6 @@ func TestStats(t *testing.T) {
 	}
 }
 
-
 // TestDualStack: a socket bound to [::] talks to an IPv4 peer, which it
 // sees as an IPv4 address, and replies to that address.
 func TestDualStack(t *testing.T) {
