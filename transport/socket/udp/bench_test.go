@@ -1,13 +1,10 @@
 package udp_test
 
 import (
-	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/tickwire/tickwire/transport/socket"
+	"github.com/tickwire/tickwire/transport/socket/sockettest"
 	"github.com/tickwire/tickwire/transport/socket/udp"
 )
 
@@ -61,86 +58,7 @@ func benchLoopback(b *testing.B, v benchVariant, size int) {
 	window := rx.Stats().RecvBufferBytes / (2 * (size + 1024))
 	window = min(max(window/64*64, 64), 256)
 
-	out := make([]socket.Message, socket.IdealBatchSize)
-	for i := range out {
-		out[i] = socket.Message{Buf: make([]byte, size), N: size, Addr: rx.LocalAddr()}
-	}
-	in := make([]socket.Message, socket.IdealBatchSize)
-	for i := range in {
-		in[i].Buf = make([]byte, 2048)
-	}
-	var received atomic.Int64
-	kick := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	sendErr := make(chan error, 1)
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-
-	go func() { // sender
-		for sent := 0; sent < b.N; {
-			k := min(len(out), b.N-sent)
-			for int64(sent+k)-received.Load() > int64(window) {
-				select {
-				case <-kick:
-				case <-stop:
-					return
-				}
-			}
-			n, err := tx.WriteBatch(out[:k])
-			if err != nil {
-				sendErr <- err
-				rx.Close()
-				return
-			}
-			sent += n
-		}
-	}()
-	go func() { // watchdog: a lost datagram would stall the pipeline
-		var last int64 = -1
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if r := received.Load(); r == last {
-					sendErr <- errors.New("no progress for 1s: datagrams lost")
-					rx.Close()
-					return
-				} else {
-					last = r
-				}
-			}
-		}
-	}()
-	src := tx.LocalAddr()
-	for got := 0; got < b.N; {
-		n, err := rx.ReadBatch(in)
-		if err != nil {
-			close(stop)
-			select {
-			case serr := <-sendErr:
-				b.Fatalf("after %d of %d: %v", got, b.N, serr)
-			default:
-			}
-			b.Fatalf("after %d of %d: ReadBatch: %v", got, b.N, err)
-		}
-		if in[0].N != size || in[n-1].N != size || in[0].Addr != src {
-			close(stop)
-			b.Fatalf("received %d bytes from %v, want %d from %v", in[0].N, in[0].Addr, size, src)
-		}
-		got += n
-		received.Store(int64(got))
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	b.StopTimer()
-	close(stop)
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
+	sockettest.Pump(b, tx, rx, size, window)
 	rs := rx.Stats()
 	b.ReportMetric(float64(rs.DatagramsIn)/float64(max(rs.RecvSyscalls, 1)), "dgrams/rsyscall")
 	ts := tx.Stats()
