@@ -441,7 +441,7 @@ func (c *Channel) flushReliable() {
 			c.cur = append(c.cur, sl.buf...)
 			c.curFrame++
 			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
-			sl.sent, sl.resend, sl.lastSent, sl.state = true, false, c.tick, msgInFlight
+			sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.tick, c.now, msgInFlight
 		}
 	}
 }
@@ -562,7 +562,7 @@ func (c *Channel) compactArena() {
 }
 
 // flushRedundant lets unacked small reliable messages ride again, oldest
-// first, each at most once per tick: in the room the tick's last datagram
+// first, each at most once per tick and once per RedundancyInterval: in the room the tick's last datagram
 // has left, up to RedundancyBytes, or — if nothing else went out this tick —
 // in a datagram of their own. A lost message then costs one tick, not a
 // loss verdict's round trip.
@@ -574,7 +574,8 @@ func (c *Channel) flushRedundant() {
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
-			if sl == nil || !sl.sent || sl.frags != 0 || sl.lastSent == c.tick || len(sl.buf) > budget {
+			if sl == nil || !sl.sent || sl.frags != 0 || sl.lastSent == c.tick || len(sl.buf) > budget ||
+				c.now-sl.lastSentAt < c.cfg.RedundancyInterval {
 				continue
 			}
 			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.cfg.MTU || c.man.n == manifestCap) {
@@ -587,7 +588,7 @@ func (c *Channel) flushRedundant() {
 			c.curFrame++
 			c.curRedun += len(sl.buf)
 			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
-			sl.lastSent = c.tick
+			sl.lastSent, sl.lastSentAt = c.tick, c.now
 			c.stats.RedundantCopies++
 		}
 	}

@@ -466,3 +466,25 @@ func TestStatsQueueDepths(t *testing.T) {
 		t.Fatalf("after delivery: held %d/%d queued %d records %d", st.ReliableHeld, st.ReliableHeldBytes, st.QueuedBytes, st.QueuedRecords)
 	}
 }
+
+// Flushing every millisecond does not multiply redundant copies: they are
+// spaced by RedundancyInterval (one 60 Hz tick by default), so a message on
+// a 50 ms round trip rides again about three times, not fifty.
+func TestRedundancySpacedInTime(t *testing.T) {
+	r := newRig(t, 12, Config{}, sim(25, 0, 0))
+	const n = 200
+	for i := 0; i < n*17; i++ { // one message every ~17 Flushes of 1 ms
+		if i%17 == 0 {
+			r.a.ch.SendReliable(1, payload(i, 64))
+		}
+		r.tick++
+		r.a.step(r.now, r.tick)
+		r.b.step(r.now, r.tick)
+		r.now += time.Millisecond
+		r.net.AdvanceTo(r.now)
+	}
+	copies := float64(r.a.ch.Stats().RedundantCopies) / n
+	if copies < 1 || copies > 4 {
+		t.Fatalf("%.1f redundant copies per message at a 1 ms Flush rate, want about 3", copies)
+	}
+}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tickwire/tickwire/ackmap"
 )
@@ -16,11 +17,13 @@ const (
 	DefaultReliableWindow   = 256
 	DefaultReliableBytes    = 1 << 20
 	DefaultRedundancyBytes  = 512
-	DefaultUnreliableBytes  = 256 << 10
-	DefaultRecordQueue      = 64
-	DefaultFragmentExpiry   = 120
-	DefaultMaxPartial       = 8
-	DefaultMaxDatagrams     = ackmap.AckWindow - 1
+	// DefaultRedundancyInterval is one tick at 60 Hz.
+	DefaultRedundancyInterval = time.Second / 60
+	DefaultUnreliableBytes    = 256 << 10
+	DefaultRecordQueue        = 64
+	DefaultFragmentExpiry     = 120
+	DefaultMaxPartial         = 8
+	DefaultMaxDatagrams       = ackmap.AckWindow - 1
 	// NoRedundancy, as Config.RedundancyBytes, turns redundant re-sending
 	// of unacked reliable messages off.
 	NoRedundancy = -1
@@ -67,6 +70,13 @@ type Config struct {
 	// (−1) turns it off; range [−1, MTU].
 	RedundancyBytes int
 
+	// RedundancyInterval spaces the redundant copies of one message: it
+	// rides again only if its last transmission is at least this old, so an
+	// endpoint that Flushes faster than the game ticks (every millisecond,
+	// say) does not multiply its bandwidth. Default 1/60 s; range [0, 1 s]
+	// (0: every Flush).
+	RedundancyInterval time.Duration
+
 	// UnreliableBytes caps the unreliable and sequenced bytes queued and
 	// not yet sent; beyond it Send returns ErrQueueFull. Default 256 KiB,
 	// or one largest message if that is more; at least that.
@@ -111,6 +121,9 @@ func (c Config) withDefaults() Config {
 	def(&c.SequencedStreams, DefaultSequencedStreams)
 	def(&c.ReliableWindow, DefaultReliableWindow)
 	def(&c.RedundancyBytes, DefaultRedundancyBytes)
+	if c.RedundancyInterval == 0 {
+		c.RedundancyInterval = DefaultRedundancyInterval
+	}
 	def(&c.RecordQueue, DefaultRecordQueue)
 	def(&c.FragmentExpiry, DefaultFragmentExpiry)
 	def(&c.MaxPartial, DefaultMaxPartial)
@@ -141,6 +154,8 @@ func (c Config) Validate() error {
 		return bad("ReliableWindow %d not a power of two in [16, 16384]", c.ReliableWindow)
 	case c.RedundancyBytes < NoRedundancy || c.RedundancyBytes > c.MTU:
 		return bad("RedundancyBytes %d not in [-1, MTU]", c.RedundancyBytes)
+	case c.RedundancyInterval < 0 || c.RedundancyInterval > time.Second:
+		return bad("RedundancyInterval %v not in [0, 1s]", c.RedundancyInterval)
 	case c.UnreliableBytes < c.MaxMessageSize+maxFraming:
 		return bad("UnreliableBytes %d below MaxMessageSize %d + framing", c.UnreliableBytes, c.MaxMessageSize)
 	case c.RecordQueue < 1:

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"time"
+
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -19,10 +21,12 @@ type sendSlot struct {
 	state msgState
 	buf   []byte // the payload; capacity is kept across reuse
 	// lastSent is the tick of the latest transmission (of any piece), so a
-	// message rides at most once per tick.
-	lastSent uint64
-	sent     bool // transmitted at least once
-	resend   bool // a datagram carrying it was lost and it is still unacked
+	// message rides at most once per tick; lastSentAt is its time, which
+	// spaces redundant copies by Config.RedundancyInterval.
+	lastSent   uint64
+	lastSentAt time.Duration
+	sent       bool // transmitted at least once
+	resend     bool // a datagram carrying it was lost and it is still unacked
 	// Large messages travel as fragments. frags is the piece count (0 for a
 	// message that fits one datagram); fragID the fragment message id of
 	// the current attempt; attempt the tick it started; acked, due and
