@@ -3,11 +3,16 @@ package rollback
 import "testing"
 
 // S-F7: the steady-state tick, execute, rewind and replay paths allocate
-// nothing — in the executor, through Server.Tick and through the Client.
+// nothing — in the executor, through Server.Tick and through the Client —
+// and neither do replication's pack and unpack, nor a tick of the links
+// over back-to-back channels.
 func TestNoAllocs(t *testing.T) {
 	t.Run("executor", testNoAllocsExecutor)
 	t.Run("server", testNoAllocsServer)
 	t.Run("client", testNoAllocsClient)
+	t.Run("pack", testNoAllocsPack)
+	t.Run("unpack", testNoAllocsUnpack)
+	t.Run("links", testNoAllocsLinks)
 }
 
 // One iteration is a server-shaped tick: begin a frame, execute a mix of

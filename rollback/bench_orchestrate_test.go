@@ -4,7 +4,7 @@ import "testing"
 
 // peerWorld is a store of n entities, entity i owned by peer i%peers,
 // with the test registry, a log and an executor.
-func peerWorld(b *testing.B, n, peers int, cfg Config) (*Executor[*Store], *Store, []Entity, actionIDs) {
+func peerWorld(b testing.TB, n, peers int, cfg Config) (*Executor[*Store], *Store, []Entity, actionIDs) {
 	b.Helper()
 	store, err := NewStore(StoreConfig{Components: testComponents, Capacity: n})
 	if err != nil {

@@ -1,11 +1,13 @@
 // Package rollback is tickwire's server-authoritative action machinery: the
 // replicated state model, the registry of action types, the ActionLog ring,
-// the Executor that is the only legal mutator of the state, rewind, and the
+// the Executor that is the only legal mutator of the state, rewind, the
 // orchestration on top — the Server's tick (rewind and replay with
-// provenance) and the Client's prediction and reconciliation. (The
-// Replicator and Peer, which carry the action stream over the network,
-// build on these; nothing here touches the network: inputs and confirmed
-// frames arrive as values through method calls.)
+// provenance) and the Client's prediction and reconciliation — and the
+// replication of the action stream: the Replicator that packs the log for
+// each peer, the Receiver that applies it on the client, and the links
+// (ServerLink, ClientLink) that run them over a transport.Channel. Only the
+// links touch the network; everything else takes inputs and confirmed
+// frames as values through method calls.
 //
 // # State model
 //
@@ -135,6 +137,30 @@
 // once. Store.Checksum, ServerConfig.Checksum and Client.VerifyChecksum
 // compare the two sides' states at confirmed frames to detect desync.
 //
+// # Replication
+//
+// The server replicates final frames only (Server.FinalThrough): a frame
+// sent never changes, so a confirmed pack is credited for good and the
+// receiver de-duplicates by frame number. Per peer, Replicator.PackForPeer
+// packs the frames after the peer's baseline, oldest first, whole frames
+// within a byte budget, and reports the last frame the pack actually held;
+// the baseline advances only through records the channel confirms — every
+// datagram acked — never through abandoned ones (whose frames stay owed
+// and are packed again), and frames that leave the ring while still owed
+// are counted and flag the peer for a state burst. A peer never receives
+// its own inputs (the records whose sender is its peer id): it predicted
+// them, and the Receiver puts them back, where the server's sort by sender
+// placed them, before Client.Confirm. A ScopeFilter narrows the stream
+// further, AND-composed with that owner rule. The Receiver validates each
+// slice whole, applies frames in order, and holds what it cannot apply yet
+// (before the snapshot, after a gap), within a bounded window.
+//
+// ServerLink and ClientLink are the transport.Handler of a peer's channel
+// on each side: inputs travel as reliable messages to Server.SubmitInput;
+// slices go out with Channel.SendRecord each tick (ServerLink.Flush) and
+// come back as record verdicts; checksums of final frames are verified on
+// the client. docs/ROLLBACK.md has the formats and the measurements.
+//
 // # Concurrency and cost
 //
 // An Executor, its ActionLog and its State — and the Server or Client
@@ -143,5 +169,7 @@
 // shared. In steady state — once each ring slot and queue has grown to its
 // working size — beginning and closing frames, executing with capture,
 // planning and committing rewinds, replaying, Server.Submit and Server.Tick,
-// Client.Confirm and Client.Tick allocate nothing.
+// Client.Confirm and Client.Tick allocate nothing; nor do the Replicator's
+// packs and verdicts, Receiver.Unpack, and the links' message handling and
+// Flush.
 package rollback

@@ -134,4 +134,21 @@ var (
 	// ErrDesync: a checksum of a confirmed frame differs between the two
 	// sides (see Client.VerifyChecksum).
 	ErrDesync = errors.New("rollback: state checksum mismatch")
+
+	// ErrUnknownPeer: the peer is not being replicated to (Replicator.AddPeer
+	// was not called, or RemovePeer was).
+	ErrUnknownPeer = errors.New("rollback: peer not replicated")
+
+	// ErrPeerExists: Replicator.AddPeer for a peer already being
+	// replicated to.
+	ErrPeerExists = errors.New("rollback: peer already replicated")
+
+	// ErrSmallBudget: a pack budget too small for even an empty action
+	// slice (its largest header).
+	ErrSmallBudget = errors.New("rollback: pack budget below the slice header")
+
+	// ErrFrameTooLarge: the oldest frame owed to a peer does not fit the
+	// pack budget on its own. Pack it with a larger budget (a fragmented
+	// record) or give it up with Replicator.Forfeit.
+	ErrFrameTooLarge = errors.New("rollback: frame exceeds the pack budget")
 )

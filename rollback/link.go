@@ -1,0 +1,659 @@
+package rollback
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tickwire/tickwire/transport"
+	"github.com/tickwire/tickwire/wire"
+)
+
+// Link defaults and ranges.
+const (
+	// DefaultLinkStream is LinkConfig.Stream when left zero.
+	DefaultLinkStream = 1
+	// MinLinkBudget is the smallest LinkConfig.Budget.
+	MinLinkBudget = 64
+	// DefaultSlicesPerFlush is LinkConfig.SlicesPerFlush when left zero.
+	DefaultSlicesPerFlush = 4
+	// MaxSlicesPerFlush is the largest LinkConfig.SlicesPerFlush.
+	MaxSlicesPerFlush = 8
+	// DefaultMaxPendingRecords is LinkConfig.MaxPendingRecords when left
+	// zero.
+	DefaultMaxPendingRecords = 32
+	// MaxMaxPendingRecords is the largest LinkConfig.MaxPendingRecords.
+	MaxMaxPendingRecords = 1024
+	// NoChecksums, as LinkConfig.ChecksumEvery, turns the checksum messages
+	// off.
+	NoChecksums = -1
+	// checksumQueue is how many server checksums a ClientLink keeps waiting
+	// for their frame to be confirmed.
+	checksumQueue = 32
+)
+
+// Link message kinds: the first byte of every message the links exchange
+// on LinkConfig.Stream (docs/ROLLBACK.md, "Link messages").
+const (
+	msgInputs   byte = 0x01 // client → server: one frame's inputs
+	msgChecksum byte = 0x02 // server → client: a final frame's checksum
+)
+
+// StreamChannel is the part of a transport.Channel the links use;
+// *transport.Channel implements it. Its methods copy the payload they are
+// given.
+type StreamChannel interface {
+	// SendRecord queues p as one record whose verdict comes back to the
+	// handler's OnRecord with tag (the action slices).
+	SendRecord(tag uint64, p []byte) error
+	// SendReliable queues p on a reliable stream (the link messages).
+	SendReliable(stream uint8, p []byte) (wire.Seq, error)
+	// MaxSinglePayload is the largest payload one datagram carries in mode
+	// d (the default slice budget, with transport.Record).
+	MaxSinglePayload(d transport.Delivery) int
+	// MaxRecordSize is the largest record SendRecord accepts.
+	MaxRecordSize() int
+}
+
+var _ StreamChannel = (*transport.Channel)(nil)
+
+// LinkConfig configures a ServerLink or a ClientLink; each field says
+// which side reads it. The zero value of every field means its default.
+type LinkConfig struct {
+	// Stream is the reliable-ordered stream the links' messages travel on
+	// (inputs from the client, checksums from the server); the channel
+	// must have at least that many ordered streams. Default 1; range
+	// 1..255. Both sides must agree.
+	Stream uint8
+
+	// Budget (server) caps the encoded size of one action slice. Default:
+	// one datagram's payload, Channel.MaxSinglePayload(transport.Record),
+	// so no slice is fragmented. A larger value (clipped to
+	// Channel.MaxRecordSize) lets one slice span several datagrams; such a
+	// slice is credited only when all of them are acked (S-H2), so under
+	// loss the larger the slice the less likely it lands. When the oldest
+	// owed frame alone exceeds the budget, that tick's first slice is packed
+	// with the largest budget, Channel.MaxRecordSize (a fragmented record);
+	// a frame larger still is forfeited (Replicator.Forfeit). Range 0 or
+	// ≥ MinLinkBudget.
+	Budget int
+
+	// SlicesPerFlush (server) is how many slices one Flush may send when the
+	// owed frames exceed one budget: the first re-sends from the baseline
+	// (Replicator.PackForPeer), the others carry frames whose record was
+	// abandoned and then frames never sent (Replicator.PackNext). With 1,
+	// a stream gets one budget of new frames per round trip, and one that
+	// needs more falls behind until its frames age out; the extra slices
+	// cost nothing while the owed frames fit one budget. Default 4 (see
+	// docs/ROLLBACK.md for the measurement); range 1..MaxSlicesPerFlush.
+	SlicesPerFlush int
+
+	// MaxPendingRecords (server): while this many of the peer's slices await
+	// a verdict, Flush sends only the first slice of the tick (the re-send
+	// from the baseline), none of the further ones: the link is congested
+	// or dead, and more would only queue. Default 32; range
+	// 1..MaxMaxPendingRecords.
+	MaxPendingRecords int
+
+	// ChecksumEvery (server): send the server's checksum of a final frame
+	// (ServerConfig.Checksum must be set) for at most every ChecksumEvery-th
+	// frame; the client link verifies it once the frame is confirmed
+	// (Client.VerifyChecksum). Default 1 (every final frame that has a
+	// checksum); NoChecksums turns it off; range −1 or 1..65536.
+	ChecksumEvery int
+
+	// Receiver (client) configures the client link's Receiver.
+	Receiver ReceiverConfig
+
+	// OnOther, if set, receives the messages the link does not handle
+	// (other streams and delivery modes), on the channel's goroutine;
+	// m.Payload is valid only during the call. Default: they are counted
+	// and ignored.
+	OnOther func(m transport.Message)
+}
+
+// Validate reports whether c is usable. Errors wrap ErrInvalidConfig.
+func (c LinkConfig) Validate() error {
+	switch {
+	case c.Budget != 0 && c.Budget < MinLinkBudget:
+		return fmt.Errorf("%w: Budget %d below %d", ErrInvalidConfig, c.Budget, MinLinkBudget)
+	case c.SlicesPerFlush < 0 || c.SlicesPerFlush > MaxSlicesPerFlush:
+		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", ErrInvalidConfig, c.SlicesPerFlush, MaxSlicesPerFlush)
+	case c.MaxPendingRecords < 0 || c.MaxPendingRecords > MaxMaxPendingRecords:
+		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
+	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > MaxMaxFutureFrames:
+		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", ErrInvalidConfig, c.ChecksumEvery, MaxMaxFutureFrames)
+	}
+	return c.Receiver.Validate()
+}
+
+// WithDefaults returns c with every zero field replaced by its default
+// (Budget stays 0: it depends on the channel).
+func (c LinkConfig) WithDefaults() LinkConfig {
+	if c.Stream == 0 {
+		c.Stream = DefaultLinkStream
+	}
+	if c.SlicesPerFlush == 0 {
+		c.SlicesPerFlush = DefaultSlicesPerFlush
+	}
+	if c.MaxPendingRecords == 0 {
+		c.MaxPendingRecords = DefaultMaxPendingRecords
+	}
+	if c.ChecksumEvery == 0 {
+		c.ChecksumEvery = 1
+	}
+	return c
+}
+
+// ServerLinkStats are a ServerLink's counters.
+type ServerLinkStats struct {
+	// InputMessages counts input messages received; InputsAccepted and
+	// InputsRefused how Server.SubmitInput took their inputs (the server's
+	// own counters give the refusal reasons).
+	InputMessages, InputsAccepted, InputsRefused uint64
+	// Malformed counts messages on the link's stream that failed to parse
+	// (dropped whole); Other those the link does not handle.
+	Malformed, Other uint64
+	// Slices and SliceBytes count the action slices sent; Fragmented those
+	// larger than one datagram.
+	Slices, SliceBytes, Fragmented uint64
+	// QueueFull counts slices the channel refused for back-pressure;
+	// Throttled the Flushes that sent only their first slice because
+	// MaxPendingRecords were in flight; Forfeited frames too large for any
+	// record.
+	QueueFull, Throttled, Forfeited uint64
+	// ChecksumsSent counts checksum messages.
+	ChecksumsSent uint64
+	// Disconnected is set by a Disconnect frame from the client, with its
+	// reason.
+	Disconnected bool
+	Reason       wire.DisconnectReason
+}
+
+// ServerLink is the server's side of one client's action stream — the
+// action-stream Peer glue on the server. It is the client channel's
+// transport.Handler: input messages from the client go to
+// Server.SubmitInput, the channel's record verdicts to the Replicator.
+// Each tick, after Server.Tick, Flush packs the frames owed to the client
+// (through Server.FinalThrough: only final frames are replicated, so a
+// frame never changes after it was sent) into action slices and sends them
+// with Channel.SendRecord; then the caller flushes the channel.
+//
+// Tick order on the server: Channel.Receive for every datagram (inputs
+// arrive), Server.Tick, ServerLink.Flush for every client, Channel.Flush.
+//
+// Replicating only final frames delays a frame's confirmation by
+// ServerConfig.MaxRewindFrames (the lateness a late input may have): choose
+// it with that in mind (8–16 frames at 60 Hz), and keep
+// ClientConfig.MaxPredictionFrames above it plus the round trip.
+//
+// A ServerLink belongs to the server's goroutine; it is not safe for
+// concurrent use. OnMessage, OnRecord and Flush allocate nothing in steady
+// state.
+type ServerLink[S State] struct {
+	srv  *Server[S]
+	repl *Replicator
+	peer Sender
+	cfg  LinkConfig
+
+	buf     []byte
+	msg     []byte
+	sumSent bool
+	lastSum uint32
+	st      ServerLinkStats
+}
+
+// NewServerLink returns the link for client peer, whose state is a snapshot
+// of the end of frame baseline, and registers it with repl
+// (Replicator.AddPeer). repl must pack srv's log. Errors wrap
+// ErrInvalidConfig, or are the Replicator's (ErrNotPeer, ErrPeerExists).
+func NewServerLink[S State](srv *Server[S], repl *Replicator, peer Sender, baseline uint32, cfg LinkConfig) (*ServerLink[S], error) {
+	if srv == nil || repl == nil || repl.Log() != srv.Executor().Log() {
+		return nil, fmt.Errorf("%w: NewServerLink needs a server and a replicator of its log", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := repl.AddPeer(peer, baseline); err != nil {
+		return nil, err
+	}
+	return &ServerLink[S]{srv: srv, repl: repl, peer: peer, cfg: cfg.WithDefaults()}, nil
+}
+
+// Peer returns the client's peer id.
+func (l *ServerLink[S]) Peer() Sender { return l.peer }
+
+// Stats returns a copy of the counters.
+func (l *ServerLink[S]) Stats() ServerLinkStats { return l.st }
+
+// PendingAckCount returns the client's slices sent and awaiting a verdict
+// (Replicator.PendingAckCount): diagnostics; back to 0 once traffic
+// settles (S-H5).
+func (l *ServerLink[S]) PendingAckCount() int { return l.repl.PendingAckCount(l.peer) }
+
+// Close stops replicating to the client (Replicator.RemovePeer).
+func (l *ServerLink[S]) Close() { l.repl.RemovePeer(l.peer) }
+
+// Resync restarts the client's stream after a state burst of the end of
+// frame baseline (Replicator.Resync).
+func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.peer, baseline) }
+
+// OnMessage implements transport.Handler: an input message on the link's
+// stream is parsed whole (a malformed one is counted and dropped, never a
+// panic) and its inputs submitted under the client's peer id; anything
+// else goes to LinkConfig.OnOther.
+func (l *ServerLink[S]) OnMessage(m transport.Message) {
+	if m.Delivery != transport.Reliable || m.Stream != l.cfg.Stream || len(m.Payload) == 0 || m.Payload[0] != msgInputs {
+		if m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream {
+			l.st.Malformed++
+			return
+		}
+		l.st.Other++
+		if l.cfg.OnOther != nil {
+			l.cfg.OnOther(m)
+		}
+		return
+	}
+	frame, recs, n, ok := parseInputs(m.Payload, uint8(l.peer))
+	if !ok {
+		l.st.Malformed++
+		return
+	}
+	l.st.InputMessages++
+	for ; n > 0; n-- {
+		r, k, _ := wire.ParseActionRecord(recs) // validated by parseInputs
+		recs = recs[k:]
+		if err := l.srv.SubmitInput(frame, l.peer, ActionTypeID(r.Type), Entity(r.Entity), r.Payload); err != nil {
+			l.st.InputsRefused++
+		} else {
+			l.st.InputsAccepted++
+		}
+	}
+}
+
+// OnRecord implements transport.Handler: the verdict on a slice goes to
+// the Replicator (Replicator.OnRecord).
+func (l *ServerLink[S]) OnRecord(tag uint64, confirmed bool) {
+	l.repl.OnRecord(l.peer, tag, confirmed)
+}
+
+// OnDisconnect implements transport.Handler: it records the client's
+// reason (Stats); the caller then Closes the link.
+func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
+	l.st.Disconnected, l.st.Reason = true, reason
+}
+
+// Flush sends what the client is owed: up to SlicesPerFlush action slices
+// of the final frames after its baseline (Replicator.PackForPeer /
+// PackNext, budget as LinkConfig.Budget) — nothing when it is up to date,
+// or while MaxPendingRecords slices are in flight — and a checksum message
+// for the newest final frame (ChecksumEvery). The channel copies what it
+// is given; the caller flushes it afterwards. Errors: ErrUnknownPeer after
+// Close; channel errors other than back-pressure (transport.ErrQueueFull,
+// counted and retried next tick). Cost: the packs (bounded by the ring) and
+// a copy of each slice into the channel.
+func (l *ServerLink[S]) Flush(ch StreamChannel) error {
+	if !l.repl.Active(l.peer) {
+		return ErrUnknownPeer
+	}
+	ft, ok := l.srv.FinalThrough()
+	if !ok {
+		return nil
+	}
+	if err := l.flushSlices(ch, ft); err != nil {
+		return err
+	}
+	return l.flushChecksum(ch, ft)
+}
+
+func (l *ServerLink[S]) flushSlices(ch StreamChannel, ft uint32) error {
+	single := ch.MaxSinglePayload(transport.Record)
+	largest := ch.MaxRecordSize()
+	budget := single
+	if l.cfg.Budget != 0 {
+		budget = l.cfg.Budget
+	}
+	budget = min(budget, largest)
+	var prev Pack
+	for k := 0; k < l.cfg.SlicesPerFlush; k++ {
+		pk, out, err := l.repl.PackNext(l.peer, prev, ft, l.buf[:0], budget)
+		if errors.Is(err, ErrFrameTooLarge) {
+			if k > 0 {
+				return nil // it leads the next tick's first slice
+			}
+			if budget < largest {
+				pk, out, err = l.repl.PackForPeer(l.peer, ft, l.buf[:0], largest)
+			}
+			if errors.Is(err, ErrFrameTooLarge) {
+				if _, _, err := l.repl.Forfeit(l.peer); err != nil {
+					return err
+				}
+				l.st.Forfeited++
+				return nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if pk.Frames == 0 {
+			return nil
+		}
+		l.buf = out
+		if err := ch.SendRecord(pk.Tag, out); err != nil {
+			if errors.Is(err, transport.ErrQueueFull) {
+				l.st.QueueFull++
+				return nil
+			}
+			return err
+		}
+		l.repl.Sent(pk)
+		l.st.Slices++
+		l.st.SliceBytes += uint64(pk.Bytes)
+		if pk.Bytes > single {
+			l.st.Fragmented++
+		}
+		if !pk.Short {
+			return nil
+		}
+		if l.repl.PendingAckCount(l.peer) >= l.cfg.MaxPendingRecords {
+			l.st.Throttled++ // the first slice always goes; more only while few are in flight
+			return nil
+		}
+		prev = pk
+	}
+	return nil
+}
+
+func (l *ServerLink[S]) flushChecksum(ch StreamChannel, ft uint32) error {
+	if l.cfg.ChecksumEvery == NoChecksums || (l.sumSent && uint64(ft) < uint64(l.lastSum)+uint64(l.cfg.ChecksumEvery)) {
+		return nil
+	}
+	sum, final, ok := l.srv.Checksum(ft)
+	if !ok || !final {
+		return nil
+	}
+	l.msg = append(l.msg[:0], msgChecksum)
+	l.msg = wire.AppendUint32(l.msg, ft)
+	l.msg = wire.AppendUint64(l.msg, sum)
+	if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+		if errors.Is(err, transport.ErrQueueFull) {
+			l.st.QueueFull++
+			return nil
+		}
+		return err
+	}
+	l.sumSent, l.lastSum = true, ft
+	l.st.ChecksumsSent++
+	return nil
+}
+
+// parseInputs validates an input message: kind, frame (u32 LE), record
+// count (uvarint, ≥ 1) and that many action records, each from peer,
+// filling the message exactly. It returns the frame and the records' bytes.
+func parseInputs(b []byte, peer uint8) (frame uint32, recs []byte, n int, ok bool) {
+	if len(b) < 1 || b[0] != msgInputs {
+		return 0, nil, 0, false
+	}
+	frame, k, err := wire.Uint32(b[1:])
+	if err != nil {
+		return 0, nil, 0, false
+	}
+	off := 1 + k
+	count, k, err := wire.Uvarint(b[off:])
+	if err != nil || count == 0 || count > uint64(len(b)) {
+		return 0, nil, 0, false
+	}
+	off += k
+	recs = b[off:]
+	for i := uint64(0); i < count; i++ {
+		r, k, err := wire.ParseActionRecord(b[off:])
+		if err != nil || r.Sender != peer {
+			return 0, nil, 0, false
+		}
+		off += k
+	}
+	if off != len(b) {
+		return 0, nil, 0, false
+	}
+	return frame, recs, int(count), true
+}
+
+// appendInputs appends an input message for frame holding ins (all for
+// that frame, from peer).
+func appendInputs(dst []byte, frame uint32, peer Sender, ins []Input) []byte {
+	dst = append(dst, msgInputs)
+	dst = wire.AppendUint32(dst, frame)
+	dst = wire.AppendUvarint(dst, uint64(len(ins)))
+	for i := range ins {
+		in := &ins[i]
+		dst = wire.AppendActionRecord(dst, wire.ActionRecord{Sender: uint8(peer), Type: uint16(in.Type), Entity: uint64(in.Entity), Payload: in.Payload})
+	}
+	return dst
+}
+
+// ClientLinkStats are a ClientLink's counters (the Receiver's are
+// separate: ClientLink.Receiver().Stats()).
+type ClientLinkStats struct {
+	// InputMessages and InputsSent count what went to the server; QueueFull
+	// the Flushes stopped by back-pressure (retried next Flush).
+	InputMessages, InputsSent, QueueFull uint64
+	// Slices counts Record deliveries handed to the Receiver; UnpackErrors
+	// those it refused.
+	Slices, UnpackErrors uint64
+	// ChecksumsReceived counts checksum messages; ChecksumsVerified those
+	// that matched the client's state, Desyncs those that did not
+	// (Client.VerifyChecksum: ErrDesync, also counted by the client and
+	// reported to ClientHooks.OnDesync); ChecksumsSkipped those the client
+	// could not check (ErrFrameNotHeld, or the queue was full).
+	ChecksumsReceived, ChecksumsVerified, Desyncs, ChecksumsSkipped uint64
+	// Malformed counts messages on the link's stream that failed to parse;
+	// Other those the link does not handle; Records verdicts for records
+	// (the client link sends none).
+	Malformed, Other, Records uint64
+	// Disconnected is set by a Disconnect frame from the server, with its
+	// reason.
+	Disconnected bool
+	Reason       wire.DisconnectReason
+}
+
+type pendingSum struct {
+	frame uint32
+	sum   uint64
+}
+
+// ClientLink is the client's side of the action stream — the action-stream
+// Peer glue on the client. It is the server channel's transport.Handler:
+// Record deliveries (action slices) go through its Receiver into the
+// Client, checksum messages are verified once their frame is confirmed.
+// Each tick, after Client.Tick, Flush sends the inputs sampled since the
+// last Flush — one reliable message per frame, on LinkConfig.Stream — and
+// applies held slices the client now has room for; then the caller flushes
+// the channel.
+//
+// Tick order on the client: Channel.Receive for every datagram (slices
+// arrive and are staged), Client.Tick (applies them, predicts), Flush,
+// Channel.Flush. The initial snapshot is installed with
+// ClientLink.InstallSnapshot (never Client.InstallSnapshot directly, or the
+// receiver would not know the frame); until then nothing from the stream
+// is applied (S-H7) — slices are held.
+//
+// A ClientLink belongs to the client's goroutine; it is not safe for
+// concurrent use. OnMessage and Flush allocate nothing in steady state.
+type ClientLink[S State] struct {
+	c    *Client[S]
+	recv *Receiver
+	cfg  LinkConfig
+
+	sent    uint32 // inputs for frames up to here have been sent
+	pend    []Input
+	msg     []byte
+	sums    [checksumQueue]pendingSum
+	nSums   int
+	lastErr error
+	st      ClientLinkStats
+}
+
+// NewClientLink returns the link driving c. If c already has a snapshot
+// installed, the stream continues after its newest confirmed frame.
+// Errors wrap ErrInvalidConfig.
+func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: NewClientLink needs a client", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	recv, err := NewReceiver(c, c.Executor().Registry(), cfg.Receiver)
+	if err != nil {
+		return nil, err
+	}
+	l := &ClientLink[S]{c: c, recv: recv, cfg: cfg.WithDefaults()}
+	if c.Ready() {
+		l.sent = c.Present()
+		if err := recv.Reset(c.Confirmed()); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Client returns the client the link drives.
+func (l *ClientLink[S]) Client() *Client[S] { return l.c }
+
+// Receiver returns the link's receiver (its Stats, NeedsResync).
+func (l *ClientLink[S]) Receiver() *Receiver { return l.recv }
+
+// Stats returns a copy of the counters.
+func (l *ClientLink[S]) Stats() ClientLinkStats { return l.st }
+
+// LastError returns the most recent error the receiver returned for a
+// delivered slice (nil if none): OnMessage has no way to return it.
+func (l *ClientLink[S]) LastError() error { return l.lastErr }
+
+// InstallSnapshot installs the initial snapshot (or a later state burst)
+// of the end of frame, which the caller has written into the state:
+// Client.InstallSnapshot, then the receiver continues the stream at
+// frame+1, applying any slices it held (S-H7). Errors are those of
+// Client.InstallSnapshot and Receiver.Reset.
+func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
+	if err := l.c.InstallSnapshot(frame); err != nil {
+		return err
+	}
+	l.sent = frame
+	l.nSums = 0
+	return l.recv.Reset(frame)
+}
+
+// OnMessage implements transport.Handler: a Record delivery is an action
+// slice for the Receiver (Receiver.Unpack; a refused one is counted and
+// kept in LastError), a checksum message on the link's stream is queued
+// for verification, anything else goes to LinkConfig.OnOther.
+func (l *ClientLink[S]) OnMessage(m transport.Message) {
+	switch {
+	case m.Delivery == transport.Record:
+		l.st.Slices++
+		if err := l.recv.Unpack(m.Payload); err != nil {
+			l.st.UnpackErrors++
+			l.lastErr = err
+		}
+	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream:
+		if len(m.Payload) != 13 || m.Payload[0] != msgChecksum {
+			l.st.Malformed++
+			return
+		}
+		frame, _, _ := wire.Uint32(m.Payload[1:])
+		sum, _, _ := wire.Uint64(m.Payload[5:])
+		l.st.ChecksumsReceived++
+		if l.nSums == checksumQueue {
+			l.st.ChecksumsSkipped++
+			copy(l.sums[:], l.sums[1:])
+			l.nSums--
+		}
+		l.sums[l.nSums] = pendingSum{frame, sum}
+		l.nSums++
+	default:
+		l.st.Other++
+		if l.cfg.OnOther != nil {
+			l.cfg.OnOther(m)
+		}
+	}
+}
+
+// OnRecord implements transport.Handler; the client link sends no records,
+// so a verdict is only counted.
+func (l *ClientLink[S]) OnRecord(uint64, bool) { l.st.Records++ }
+
+// OnDisconnect implements transport.Handler: it records the server's
+// reason (Stats).
+func (l *ClientLink[S]) OnDisconnect(reason wire.DisconnectReason) {
+	l.st.Disconnected, l.st.Reason = true, reason
+}
+
+// Flush sends the own inputs of every frame predicted since the last
+// Flush, one reliable message per frame with inputs (oldest first; on
+// back-pressure the rest wait for the next Flush), applies held slices the
+// client has room for again (Receiver.Drain), and verifies the queued
+// server checksums whose frames are now confirmed. Call it after
+// Client.Tick. Errors: channel errors other than back-pressure, and the
+// receiver's.
+func (l *ClientLink[S]) Flush(ch StreamChannel) error {
+	if l.c.Ready() {
+		if err := l.sendInputs(ch); err != nil {
+			return err
+		}
+	}
+	if err := l.recv.Drain(); err != nil {
+		return err
+	}
+	l.verify()
+	return nil
+}
+
+func (l *ClientLink[S]) sendInputs(ch StreamChannel) error {
+	l.pend = l.c.PendingInputs(l.pend[:0])
+	for i := 0; i < len(l.pend); {
+		f := l.pend[i].Frame
+		j := i + 1
+		for j < len(l.pend) && l.pend[j].Frame == f {
+			j++
+		}
+		if f > l.sent {
+			l.msg = appendInputs(l.msg[:0], f, l.c.Peer(), l.pend[i:j])
+			if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+				if errors.Is(err, transport.ErrQueueFull) {
+					l.st.QueueFull++
+					return nil
+				}
+				return err
+			}
+			l.sent = f
+			l.st.InputMessages++
+			l.st.InputsSent += uint64(j - i)
+		}
+		i = j
+	}
+	l.sent = max(l.sent, l.c.Present())
+	return nil
+}
+
+// verify checks the queued checksums whose frames are confirmed.
+func (l *ClientLink[S]) verify() {
+	confirmed := l.c.Confirmed()
+	n := 0
+	for i := 0; i < l.nSums; i++ {
+		ps := l.sums[i]
+		if ps.frame > confirmed {
+			l.sums[n] = ps
+			n++
+			continue
+		}
+		switch err := l.c.VerifyChecksum(ps.frame, ps.sum); {
+		case err == nil:
+			l.st.ChecksumsVerified++
+		case errors.Is(err, ErrDesync):
+			l.st.Desyncs++
+		default:
+			l.st.ChecksumsSkipped++
+		}
+	}
+	l.nSums = n
+}

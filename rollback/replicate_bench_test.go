@@ -1,0 +1,467 @@
+package rollback
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/transport"
+	"github.com/tickwire/tickwire/wire"
+)
+
+// loopSink collects a channel's datagrams for delivery straight to the
+// other channel: no socket, no simulated link.
+type loopSink struct {
+	bufs [][]byte
+	out  [][]byte
+}
+
+func (s *loopSink) Buffer() []byte {
+	if len(s.out) == len(s.bufs) {
+		s.bufs = append(s.bufs, make([]byte, 0, transport.MaxMTU))
+	}
+	return s.bufs[len(s.out)][:0]
+}
+
+func (s *loopSink) Commit(d []byte) { s.out = append(s.out, d) }
+
+// loopPair is two channels back to back: srv (handler hs) and cli
+// (handler hc).
+type loopPair struct {
+	srv, cli   *transport.Channel
+	sSink, cSk loopSink
+}
+
+func newLoopPair(tb testing.TB, i int, hs, hc transport.Handler) *loopPair {
+	tb.Helper()
+	p := &loopPair{}
+	var err error
+	if p.srv, err = transport.NewChannel(transport.Config{}, hs, wire.Seq(100+i), 7); err != nil {
+		tb.Fatal(err)
+	}
+	if p.cli, err = transport.NewChannel(transport.Config{}, hc, wire.Seq(5000+i), 7); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// flushServer flushes the server channel and delivers to the client.
+func (p *loopPair) flushServer(now time.Duration, tick uint64) {
+	p.srv.Flush(now, tick, &p.sSink)
+	p.deliverToClient(now, tick)
+}
+
+// flushClient flushes the client channel and delivers to the server.
+func (p *loopPair) flushClient(now time.Duration, tick uint64) {
+	p.cli.Flush(now, tick, &p.cSk)
+	p.deliverToServer(now, tick)
+}
+
+func (p *loopPair) deliverToClient(now time.Duration, tick uint64) {
+	for _, d := range p.sSink.out {
+		_ = p.cli.Receive(now, tick, d[wire.SessionHeaderLen:])
+	}
+	p.sSink.out = p.sSink.out[:0]
+}
+
+func (p *loopPair) deliverToServer(now time.Duration, tick uint64) {
+	for _, d := range p.cSk.out {
+		_ = p.srv.Receive(now, tick, d[wire.SessionHeaderLen:])
+	}
+	p.cSk.out = p.cSk.out[:0]
+}
+
+// nopHandler ignores everything (a peer that only acks).
+type nopHandler struct{ records int }
+
+func (h *nopHandler) OnMessage(m transport.Message) {
+	if m.Delivery == transport.Record {
+		h.records++
+	}
+}
+func (*nopHandler) OnRecord(uint64, bool)              {}
+func (*nopHandler) OnDisconnect(wire.DisconnectReason) {}
+
+// denseLog is a log of frames 1..frames, each with perFrame moves by
+// distinct peers (0..perFrame−1) on their own entities, over a world of
+// 64 entities (entity i owned by peer i).
+func denseLog(tb testing.TB, frames uint32, perFrame int) (*Executor[*Store], []Entity, actionIDs) {
+	tb.Helper()
+	x, _, ents, ids := peerWorld(tb, 64, 64, Config{})
+	for f := uint32(1); f <= frames; f++ {
+		if err := x.Log().BeginFrame(f); err != nil {
+			tb.Fatal(err)
+		}
+		for p := range perFrame {
+			if err := ids.move.Execute(x, Sender(p), ents[p], Move{int32(f), int32(p)}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := x.Log().CloseFrame(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return x, ents, ids
+}
+
+// PackForPeer of 8 frames × 32 records (moves: 14 bytes each on the wire):
+// "slice" packs all 8 frames into one slice (budget 64 KiB); "packet"
+// packs what fits one datagram's payload (1,150 bytes: 2 frames).
+func BenchmarkPackForPeer(b *testing.B) {
+	x, _, _ := denseLog(b, 8, 32)
+	for _, c := range []struct {
+		name   string
+		budget int
+		frames int
+	}{{"8x32/slice", 64 << 10, 8}, {"8x32/packet", 1150, 2}} {
+		b.Run(c.name, func(b *testing.B) {
+			r, _ := NewReplicator(x.Log(), nil)
+			_ = r.AddPeer(40, 0)
+			buf := make([]byte, 0, 64<<10)
+			pk, _, _ := r.PackForPeer(40, 8, buf, c.budget)
+			b.SetBytes(int64(pk.Bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				pk, _, err := r.PackForPeer(40, 8, buf, c.budget)
+				if err != nil || pk.Frames != c.frames || pk.Records != 32*c.frames {
+					b.Fatalf("%+v %v", pk, err)
+				}
+			}
+			b.ReportMetric(float64(pk.Records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// Unpack of the 8 × 32 slice: "parse" validates it whole and hands the 8
+// frames to a target that keeps nothing (the receiver's own cost);
+// "stage" hands them to a real Client (Confirm validates and copies each
+// frame); "apply" also runs Client.Tick, which executes the 256 records.
+func BenchmarkUnpack(b *testing.B) {
+	x, _, _ := denseLog(b, 8, 32)
+	r, _ := NewReplicator(x.Log(), nil)
+	_ = r.AddPeer(40, 0)
+	_, slice, _ := r.PackForPeer(40, 8, nil, 64<<10)
+
+	b.Run("8x32/parse", func(b *testing.B) {
+		tg := &recTarget{tb: b, peer: 40, ready: true, noCopy: true}
+		rv, _ := NewReceiver(tg, x.Registry(), ReceiverConfig{})
+		b.SetBytes(int64(len(slice)))
+		b.ReportAllocs()
+		for b.Loop() {
+			tg.started = false
+			_ = rv.Reset(0)
+			if err := rv.Unpack(slice); err != nil || rv.AppliedThrough() != 8 {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, apply := range []bool{false, true} {
+		name := "8x32/stage"
+		if apply {
+			name = "8x32/apply"
+		}
+		b.Run(name, func(b *testing.B) {
+			cx, _, _, _ := peerWorld(b, 64, 64, Config{})
+			c, err := NewClient(cx, 40, nil, nil, ClientConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rv, _ := NewReceiver(c, cx.Registry(), ReceiverConfig{})
+			op := func() {
+				if err := c.InstallSnapshot(0); err != nil {
+					b.Fatal(err)
+				}
+				_ = rv.Reset(0)
+				if err := rv.Unpack(slice); err != nil || rv.AppliedThrough() != 8 {
+					b.Fatal(err)
+				}
+				if apply {
+					if err := c.Tick(8); err != nil || c.Confirmed() != 8 {
+						b.Fatal(err)
+					}
+				}
+			}
+			for range 3 {
+				op()
+			}
+			b.SetBytes(int64(len(slice)))
+			b.ReportAllocs()
+			for b.Loop() {
+				op()
+			}
+		})
+	}
+}
+
+// peerBench is a server with 64 connected peers over back-to-back
+// channels: each peer moves its entity every frame (an input message on
+// the reliable stream), the server ticks, and every ServerLink flushes
+// (pack the final frames owed + SendRecord) before its channel flushes.
+type peerBench struct {
+	srv    *Server[*Store]
+	links  []*ServerLink[*Store]
+	pairs  []*loopPair
+	cli    []nopHandler
+	msgs   [][]byte
+	pay    []byte
+	frame  uint32
+	now    time.Duration
+	tick   uint64
+	ids    actionIDs
+	ents   []Entity
+	inputs []Input
+}
+
+func newPeerBench(tb testing.TB, peers int) *peerBench {
+	tb.Helper()
+	x, _, ents, ids := peerWorld(tb, 64, 64, Config{})
+	srv, err := NewServer(x, nil, ServerConfig{FirstFrame: 1, MaxRewindFrames: 8})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	repl, _ := NewReplicator(x.Log(), nil)
+	pb := &peerBench{srv: srv, cli: make([]nopHandler, peers), ids: ids, ents: ents}
+	for p := range peers {
+		l, err := NewServerLink(srv, repl, Sender(p), 0, LinkConfig{ChecksumEvery: NoChecksums})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pb.links = append(pb.links, l)
+		pb.pairs = append(pb.pairs, newLoopPair(tb, p, l, &pb.cli[p]))
+		pb.msgs = append(pb.msgs, nil)
+	}
+	pb.inputs = make([]Input, 1)
+	return pb
+}
+
+// clientSide is the peers' work: each receives what the server sent last
+// tick (acking it) and sends its input for the next frame.
+func (pb *peerBench) clientSide() {
+	f := pb.frame + 1
+	for p, pair := range pb.pairs {
+		pair.deliverToClient(pb.now, pb.tick)
+		pb.pay = pb.ids.move.Encode(pb.pay[:0], Move{1, int32(f)})
+		pb.inputs[0] = Input{Frame: f, Sender: Sender(p), Type: pb.ids.move.ID(), Entity: pb.ents[p], Payload: pb.pay}
+		pb.msgs[p] = appendInputs(pb.msgs[p][:0], f, Sender(p), pb.inputs)
+		if _, err := pair.cli.SendReliable(DefaultLinkStream, pb.msgs[p]); err != nil {
+			panic(err)
+		}
+		pair.cli.Flush(pb.now, pb.tick, &pair.cSk)
+	}
+}
+
+// serverSide is the server's tick: receive every peer's datagrams (inputs
+// to ServerLink.OnMessage and Server.SubmitInput, acks to the record
+// verdicts), Server.Tick, then per peer ServerLink.Flush and Channel.Flush.
+func (pb *peerBench) serverSide() {
+	pb.frame++
+	pb.tick++
+	pb.now += tick60
+	for _, pair := range pb.pairs {
+		pair.deliverToServer(pb.now, pb.tick)
+	}
+	if err := pb.srv.Tick(pb.frame); err != nil {
+		panic(err)
+	}
+	for p, l := range pb.links {
+		if err := l.Flush(pb.pairs[p].srv); err != nil {
+			panic(err)
+		}
+		pb.pairs[p].srv.Flush(pb.now, pb.tick, &pb.pairs[p].sSink)
+	}
+}
+
+// A 60 Hz server tick with 64 peers over back-to-back channels (no
+// sockets), timing everything the server does: receive each peer's
+// datagram (its input message → ServerLink.OnMessage → SubmitInput; its
+// acks → the record verdicts → Replicator.OnRecord), Server.Tick (64
+// inputs, no step), then for each peer ServerLink.Flush (pack the final
+// frames owed, SendRecord) and Channel.Flush (build the datagram). The
+// peers' own work — receiving, acking, sending inputs — runs with the timer
+// stopped. Every peer is sent the other 63 peers' inputs, so each frame fans
+// out to 64 × 63 = 4,032 records (about one datagram per peer per frame),
+// packed again while unacknowledged.
+func BenchmarkPeerServerTick64(b *testing.B) {
+	pb := newPeerBench(b, 64)
+	for range 200 {
+		pb.clientSide()
+		pb.serverSide()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		pb.clientSide()
+		b.StartTimer()
+		pb.serverSide()
+	}
+	b.StopTimer()
+	st := pb.links[0].Stats()
+	if pb.cli[0].records == 0 || st.Slices == 0 || pb.links[63].PendingAckCount() > 4 {
+		b.Fatalf("nothing replicated: %+v", st)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/64, "ns/peer")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tick60.Nanoseconds())*100, "%tick")
+}
+
+// The replication hot paths allocate nothing in steady state (STYLE habit
+// 1): packing for three peers with verdicts coming back, unpacking into a
+// real Client, and a whole tick of both links over back-to-back channels
+// (inputs, slices, checksums, verdicts).
+func testNoAllocsPack(t *testing.T) {
+	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	r, _ := NewReplicator(w.log, ScopeFunc(func(p Sender, rec Record) bool { return rec.Entity != w.ents[9] }))
+	for p := range Sender(3) {
+		_ = r.AddPeer(p, 0)
+	}
+	buf := make([]byte, 0, 2048)
+	heal := le32(1)
+	f := uint32(0)
+	tags := make([]uint64, 3)
+	op := func() {
+		f++
+		w.begin(t, f)
+		for p := range 4 {
+			_ = w.ids.move.Execute(w.x, Sender(p), w.ents[2*p], Move{1, 1})
+		}
+		_ = w.x.Execute(SenderLocal, w.ids.heal, w.ents[9], heal)
+		w.close(t)
+		for p := range Sender(3) {
+			if f%3 != 0 { // verdicts for last tick's packs: some lost
+				r.OnRecord(p, tags[p], f%5 != 0)
+			}
+			pk, out, err := r.PackForPeer(p, f, buf[:0], 1150)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf = out[:0]
+			r.Sent(pk)
+			tags[p] = pk.Tag
+		}
+	}
+	for range 100 {
+		op()
+	}
+	if n := testing.AllocsPerRun(200, op); n != 0 {
+		t.Fatalf("pack allocates %.1f times", n)
+	}
+	if r.Peer(0).Confirmed == 0 || r.Peer(1).Abandoned == 0 {
+		t.Fatal("the measured path did not run")
+	}
+}
+
+func testNoAllocsUnpack(t *testing.T) {
+	sw, srv := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, true)
+	repl, _ := NewReplicator(sw.log, nil)
+	_ = repl.AddPeer(0, 0)
+	var cw *world
+	move := make([]byte, 0, 8)
+	sample := func(f uint32, in *InputBuffer) {
+		move = cw.ids.move.Encode(move[:0], Move{int32(f % 3), 1})
+		_ = in.Add(cw.ids.move.ID(), cw.ents[0], move)
+	}
+	cw = newWorld(t, Config{FrameCapacity: 16}, 64)
+	c, _ := NewClient(cw.x, 0, sample, testStep(cw), ClientConfig{})
+	rv, _ := NewReceiver(c, cw.x.Registry(), ReceiverConfig{})
+	_ = c.InstallSnapshot(0)
+	_ = rv.Reset(0)
+	pending := make([]Input, 0, 64)
+	other := make([]byte, 0, 8)
+	buf := make([]byte, 0, 2048)
+	f := uint32(0)
+	op := func() {
+		f++
+		if err := c.Tick(f + 1); err != nil {
+			t.Fatal(err)
+		}
+		pending = c.PendingInputs(pending[:0])
+		for _, in := range pending {
+			if in.Frame == f+1 {
+				_ = srv.Submit(in)
+			}
+		}
+		other = sw.ids.move.Encode(other[:0], Move{1, int32(f % 4)})
+		_ = srv.SubmitInput(f, 1, sw.ids.move.ID(), sw.ents[2], other)
+		if err := srv.Tick(f); err != nil {
+			t.Fatal(err)
+		}
+		ft, ok := srv.FinalThrough()
+		if !ok {
+			return
+		}
+		pk, out, err := repl.PackForPeer(0, ft, buf[:0], 1150)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = out[:0]
+		if pk.Frames > 0 {
+			if err := rv.Unpack(out); err != nil {
+				t.Fatal(err)
+			}
+			repl.OnRecord(0, pk.Tag, true)
+		}
+	}
+	for range 100 {
+		op()
+	}
+	if n := testing.AllocsPerRun(200, op); n != 0 {
+		t.Fatalf("unpack allocates %.1f times", n)
+	}
+	if st := rv.Stats(); st.Frames < 200 || st.OwnInputs < 200 || c.Stats().Rewinds == 0 {
+		t.Fatalf("the measured path did not run: %+v %+v", st, c.Stats())
+	}
+}
+
+func testNoAllocsLinks(t *testing.T) {
+	sw := newWorld(t, Config{FrameCapacity: 16}, 64)
+	srv, err := NewServer(sw.x, testStep(sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, Checksum: sw.store.Checksum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cw *world
+	move := make([]byte, 0, 8)
+	sample := func(f uint32, in *InputBuffer) {
+		move = cw.ids.move.Encode(move[:0], Move{int32(f % 3), -1})
+		_ = in.Add(cw.ids.move.ID(), cw.ents[2], move)
+	}
+	cw = newWorld(t, Config{FrameCapacity: 16}, 64)
+	c, _ := NewClient(cw.x, 1, sample, testStep(cw), ClientConfig{Checksum: cw.store.Checksum})
+	repl, _ := NewReplicator(sw.log, nil)
+	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := NewClientLink(c, LinkConfig{})
+	if err := cl.InstallSnapshot(0); err != nil {
+		t.Fatal(err)
+	}
+	pair := newLoopPair(t, 0, sl, cl)
+	var now time.Duration
+	f := uint32(0)
+	op := func() {
+		f++
+		now += tick60
+		pair.flushClient(now, uint64(f))
+		if err := srv.Tick(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := sl.Flush(pair.srv); err != nil {
+			t.Fatal(err)
+		}
+		pair.flushServer(now, uint64(f))
+		if err := c.Tick(f + 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Flush(pair.cli); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 600 { // past the reliable streams' 256-slot windows
+		op()
+	}
+	if n := testing.AllocsPerRun(200, op); n != 0 {
+		t.Fatalf("a tick of both links allocates %.1f times", n)
+	}
+	ls, ss := cl.Stats(), sl.Stats()
+	if ls.ChecksumsVerified < 200 || ls.Desyncs != 0 || ss.InputsAccepted < 200 || ss.Slices < 200 {
+		t.Fatalf("the measured path did not run: client %+v, server %+v", ls, ss)
+	}
+}
