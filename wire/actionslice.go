@@ -233,7 +233,10 @@ func (w *ActionSliceWriter) AppendRecord(r ActionRecord) error {
 
 // CancelFrame drops the current frame entry and every record appended to
 // it since BeginFrame, as if the frame had not been begun. Without a frame
-// begun it does nothing.
+// begun it does nothing. The current frame stays open until the next
+// BeginFrame or Finish, so calling CancelFrame after a frame's last record
+// fitted, but before beginning the next, drops that completed frame: cancel
+// only the frame whose record did not fit.
 func (w *ActionSliceWriter) CancelFrame() {
 	if w.open {
 		w.buf = w.buf[:w.entryStart]
