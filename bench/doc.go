@@ -1,0 +1,32 @@
+// Package bench measures tickwire against kcp-go on the same impaired link
+// and the same traffic, on one machine.
+//
+// # Pieces
+//
+// [Relay] is the link conditioner: a UDP relay on loopback that forwards
+// datagrams between a client and a target, passing each direction through
+// its own [simlink.Model] — the impairment model the simulated network in
+// transport/simlink uses, so there is one implementation of loss, delay,
+// jitter and duplication. Delayed datagrams wait in a heap and are released
+// by one goroutine per direction.
+//
+// [Transport] opens a client/server pair of one implementation ("tickwire",
+// "kcp", "kcp-default") whose traffic goes through a Relay. A profile
+// (for now only "echo", see [Run]) drives the pair and measures it into a
+// [Result], which [WriteTable] and [WriteJSON] report.
+//
+// # Measurement
+//
+// Each row runs alone: rows are run one after the other so that they do not
+// disturb each other's latency. CPU seconds are process-wide
+// (getrusage(RUSAGE_SELF), user + system) over the row, so they include
+// the relay and the profile's own goroutines, the same for every
+// transport; allocations are the process-wide runtime.MemStats.Mallocs
+// delta over the row, divided by the messages sent; peak RSS is the
+// process's high-water mark so far (getrusage Maxrss), which never goes
+// down from one row to the next. Wire bytes are the UDP payload bytes both
+// ends handed to the relay (IP and UDP headers not included).
+//
+// Every socket is bound to 127.0.0.1, and every run is bounded in time and
+// message count.
+package bench

@@ -1,0 +1,314 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickwire/tickwire/transport/simlink"
+)
+
+// ProfileEcho is the echo profile: fixed-size reliable-ordered messages at
+// a fixed rate from client to server, each echoed back; latency is the
+// round trip.
+const ProfileEcho = "echo"
+
+// Defaults of Scenario's zero fields.
+const (
+	DefaultCount          = 360 // 6 s at 60 Hz
+	DefaultRate           = 60  // Hz
+	DefaultSize           = 64  // bytes
+	DefaultMTU            = 1200
+	DefaultDrain          = 5 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	// MinSize is the smallest echo message: a sequence number and a send
+	// time, 8 bytes each.
+	MinSize = 16
+	// MaxSize is the largest echo message the bench sends.
+	MaxSize = 1024
+)
+
+// Histogram bounds, in microseconds: 1 µs to 60 s, 3 significant digits.
+const (
+	histMin    = 1
+	histMax    = 60_000_000
+	histDigits = 3
+)
+
+// ErrScenario is wrapped by Run for a scenario out of range.
+var ErrScenario = errors.New("bench: invalid scenario")
+
+// Link is the impairment of each direction of a scenario's relay.
+type Link struct {
+	Loss   float64       // probability in [0, 1]
+	Delay  time.Duration // one way
+	Jitter time.Duration
+	Dup    float64 // probability in [0, 1]
+	Burst  float64 // mean loss run; 0 or 1 = independent loss
+	Seed   uint64
+}
+
+// config returns the simlink form of l.
+func (l Link) config() simlink.LinkConfig {
+	return simlink.LinkConfig{Delay: l.Delay, Jitter: l.Jitter, Loss: l.Loss, BurstLen: l.Burst, Duplicate: l.Dup}
+}
+
+// result returns the JSON form of l.
+func (l Link) result() LinkResult {
+	burst := l.Burst
+	if burst == 0 {
+		burst = 1
+	}
+	return LinkResult{
+		Loss:     l.Loss * 100,
+		DelayMS:  float64(l.Delay) / float64(time.Millisecond),
+		JitterMS: float64(l.Jitter) / float64(time.Millisecond),
+		Dup:      l.Dup * 100,
+		Burst:    burst,
+		Seed:     l.Seed,
+	}
+}
+
+// Scenario is one row: a transport running a profile over a link. Zero
+// fields take the Default values.
+type Scenario struct {
+	Profile   string // ProfileEcho (the default)
+	Transport string // one of Transports
+	Link      Link
+	Count     int     // messages sent
+	Rate      float64 // messages per second
+	Size      int     // message bytes, [MinSize, MaxSize]
+	MTU       int     // datagram bytes for both transports
+	// Drain bounds the wait for outstanding echoes after the last send.
+	Drain time.Duration
+}
+
+func (s Scenario) withDefaults() Scenario {
+	if s.Profile == "" {
+		s.Profile = ProfileEcho
+	}
+	if s.Count == 0 {
+		s.Count = DefaultCount
+	}
+	if s.Rate == 0 {
+		s.Rate = DefaultRate
+	}
+	if s.Size == 0 {
+		s.Size = DefaultSize
+	}
+	if s.MTU == 0 {
+		s.MTU = DefaultMTU
+	}
+	if s.Drain == 0 {
+		s.Drain = DefaultDrain
+	}
+	return s
+}
+
+// Validate reports the first field of s (defaults applied) out of range.
+func (s Scenario) Validate() error {
+	s = s.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrScenario}, args...)...)
+	}
+	switch {
+	case s.Profile != ProfileEcho:
+		return bad("profile %q (want %q)", s.Profile, ProfileEcho)
+	case s.Count < 1 || s.Count > 10_000_000:
+		return bad("count %d not in [1, 10000000]", s.Count)
+	case !(s.Rate > 0 && s.Rate <= 100_000):
+		return bad("rate %v not in (0, 100000]", s.Rate)
+	case s.Size < MinSize || s.Size > MaxSize:
+		return bad("size %d not in [%d, %d]", s.Size, MinSize, MaxSize)
+	case s.MTU < 576 || s.MTU > 1472:
+		return bad("mtu %d not in [576, 1472]", s.MTU)
+	case s.Drain < 0:
+		return bad("drain %v negative", s.Drain)
+	}
+	if _, err := NewTransport(s.Transport); err != nil {
+		return err
+	}
+	if err := s.Link.config().Validate(); err != nil {
+		return fmt.Errorf("%w: link: %w", ErrScenario, err)
+	}
+	return nil
+}
+
+// Run runs one scenario and measures it. It returns an error only for an
+// invalid scenario or when the pair or relay cannot be set up; a pair that
+// loses messages yields a Result that Failed. Cancelling ctx stops sending
+// early (the row then Failed unless every sent message came back).
+func Run(ctx context.Context, s Scenario) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, err
+	}
+	s = s.withDefaults()
+	t, _ := NewTransport(s.Transport)
+	res := Result{Transport: t.Name(), Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT}
+
+	runtime.GC()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
+	wall0 := time.Now()
+
+	e := newEchoRecorder(s.Count, s.Size)
+	var relay *Relay
+	link := s.Link.config()
+	pair, err := t.Open(PairConfig{
+		MTU:            s.MTU,
+		ConnectTimeout: DefaultConnectTimeout,
+		OnEcho:         e.onEcho,
+		Via: func(server netip.AddrPort) (netip.AddrPort, error) {
+			var err error
+			relay, err = NewRelay(RelayConfig{Target: server, Up: link, Down: link, Seed: s.Link.Seed})
+			if err != nil {
+				return netip.AddrPort{}, err
+			}
+			return relay.Addr(), nil
+		},
+	})
+	if err != nil {
+		if relay != nil {
+			relay.Close()
+		}
+		return res, fmt.Errorf("bench: %s: %w", t.Name(), err)
+	}
+
+	sent := e.send(ctx, pair, s.Count, s.Rate)
+	e.wait(ctx, sent, s.Drain)
+	pair.Close()
+	relay.Close()
+
+	wall := time.Since(wall0)
+	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+
+	st := relay.Stats()
+	res.Sent = int64(sent)
+	res.Delivered = e.delivered.Load()
+	res.LatencyMS = e.latency()
+	res.PayloadBytes = int64(s.Size) * (int64(sent) + res.Delivered)
+	res.WireBytes = int64(st.WireBytes())
+	res.CPUSeconds = cpu.Seconds()
+	res.WallSeconds = wall.Seconds()
+	if sent > 0 {
+		res.AllocsPerMsg = float64(ms1.Mallocs-ms0.Mallocs) / float64(sent)
+	}
+	res.PeakRSSBytes = peakRSS()
+	return res, nil
+}
+
+// echoRecorder generates the echo profile's messages and checks and times
+// their echoes. onEcho runs on one goroutine of the pair's; the histogram
+// is read only after the pair is closed.
+type echoRecorder struct {
+	start     time.Time
+	size      int
+	seen      []bool
+	hist      *hdrhistogram.Histogram
+	delivered atomic.Int64
+	bad       atomic.Int64 // duplicate, unknown or corrupt echoes
+	buf       []byte
+}
+
+func newEchoRecorder(count, size int) *echoRecorder {
+	return &echoRecorder{
+		start: time.Now(),
+		size:  size,
+		seen:  make([]bool, count),
+		hist:  hdrhistogram.New(histMin, histMax, histDigits),
+		buf:   make([]byte, size),
+	}
+}
+
+// fill writes message seq's payload into b: seq, send time (ns since
+// start), then a pattern derived from seq.
+func fill(b []byte, seq uint64, at time.Duration) {
+	binary.LittleEndian.PutUint64(b[0:], seq)
+	binary.LittleEndian.PutUint64(b[8:], uint64(at))
+	for i := MinSize; i < len(b); i++ {
+		b[i] = byte(seq) + byte(i)
+	}
+}
+
+// send sends count messages at rate on an absolute schedule, and returns
+// how many it sent (fewer if ctx ends or the pair refuses one).
+func (e *echoRecorder) send(ctx context.Context, p Pair, count int, rate float64) int {
+	period := time.Duration(float64(time.Second) / rate)
+	t0 := time.Since(e.start)
+	timer := time.NewTimer(time.Hour) // one timer: the profile allocates nothing per message
+	defer timer.Stop()
+	for i := range count {
+		if d := t0 + time.Duration(i)*period - time.Since(e.start); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				return i
+			case <-timer.C:
+			}
+		} else if ctx.Err() != nil {
+			return i
+		}
+		fill(e.buf, uint64(i), time.Since(e.start))
+		if err := p.Send(e.buf); err != nil {
+			return i + 1 // counted as sent: it will not come back
+		}
+	}
+	return count
+}
+
+// wait returns once sent echoes arrived, ctx ended or drain passed.
+func (e *echoRecorder) wait(ctx context.Context, sent int, drain time.Duration) {
+	deadline := time.Now().Add(drain)
+	for e.delivered.Load() < int64(sent) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// onEcho checks one echo and records its round trip.
+func (e *echoRecorder) onEcho(p []byte) {
+	now := time.Since(e.start)
+	if len(p) != e.size {
+		e.bad.Add(1)
+		return
+	}
+	seq := binary.LittleEndian.Uint64(p[0:])
+	at := time.Duration(binary.LittleEndian.Uint64(p[8:]))
+	if seq >= uint64(len(e.seen)) || e.seen[seq] {
+		e.bad.Add(1)
+		return
+	}
+	for i := MinSize; i < len(p); i++ {
+		if p[i] != byte(seq)+byte(i) {
+			e.bad.Add(1)
+			return
+		}
+	}
+	e.seen[seq] = true
+	us := max((now - at).Microseconds(), histMin)
+	_ = e.hist.RecordValue(min(us, histMax)) // clamped: cannot fail
+	e.delivered.Add(1)
+}
+
+// latency returns the recorded percentiles in milliseconds.
+func (e *echoRecorder) latency() Latency {
+	if e.hist.TotalCount() == 0 {
+		return Latency{}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Latency{
+		P50:  ms(e.hist.ValueAtQuantile(50)),
+		P90:  ms(e.hist.ValueAtQuantile(90)),
+		P99:  ms(e.hist.ValueAtQuantile(99)),
+		P999: ms(e.hist.ValueAtQuantile(99.9)),
+		Max:  ms(e.hist.Max()),
+	}
+}

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+)
+
+// Group orders rs for reporting: rows of the same profile and link stay
+// together, in the order the first of each appears, and within a group
+// transports follow Transports (tickwire first, then kcp). It returns a
+// new slice.
+func Group(rs []Result) []Result {
+	type key struct {
+		profile string
+		link    LinkResult
+	}
+	first := map[key]int{}
+	for i, r := range rs {
+		k := key{r.Profile, r.Link}
+		if _, ok := first[k]; !ok {
+			first[k] = i
+		}
+	}
+	out := slices.Clone(rs)
+	slices.SortStableFunc(out, func(a, b Result) int {
+		return cmp.Or(
+			cmp.Compare(first[key{a.Profile, a.Link}], first[key{b.Profile, b.Link}]),
+			cmp.Compare(transportRank(a.Transport), transportRank(b.Transport)),
+		)
+	})
+	return out
+}
+
+// P99Ratio returns tickwire's p99 divided by the p99 of the baseline
+// transport (kcp, else kcp-default) among rows of the same profile and
+// link as r, and whether both exist with a non-zero baseline.
+func P99Ratio(r Result, rs []Result) (float64, bool) {
+	var tw, base *Result
+	for _, name := range []string{KCPDefault, KCP} { // KCP wins when both ran
+		for i := range rs {
+			o := &rs[i]
+			if o.Profile == r.Profile && o.Link == r.Link {
+				switch o.Transport {
+				case Tickwire:
+					tw = o
+				case name:
+					base = o
+				}
+			}
+		}
+	}
+	if tw == nil || base == nil || base.LatencyMS.P99 == 0 || tw.Delivered == 0 {
+		return 0, false
+	}
+	return tw.LatencyMS.P99 / base.LatencyMS.P99, true
+}
+
+// WriteTable writes rs as an aligned text table, one row per result,
+// grouped by Group. The p99 ratio column (tickwire/kcp) is filled on
+// tickwire's row; a reliable row that lost messages is marked FAILED.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tstatus\t")
+	rows := Group(rs)
+	for _, r := range rows {
+		ratio := "-"
+		if r.Transport == Tickwire {
+			if v, ok := P99Ratio(r, rows); ok {
+				ratio = strconv.FormatFloat(v, 'f', 2, 64) + "x"
+			}
+		}
+		overhead := "-"
+		if r.PayloadBytes > 0 {
+			overhead = strconv.FormatFloat(float64(r.WireBytes)/float64(r.PayloadBytes), 'f', 2, 64)
+		}
+		status := "ok"
+		if r.Failed() {
+			status = "FAILED"
+		}
+		l := r.LatencyMS
+		fmt.Fprintf(tw, "%s\t%s\t%s±%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%.1f\t%s\t\n",
+			r.Profile, num(r.Link.Loss), num(r.Link.DelayMS), num(r.Link.JitterMS), r.Transport,
+			r.Sent, r.Delivered, l.P50, l.P90, l.P99, l.P999, l.Max, ratio, overhead,
+			r.CPUSeconds, r.AllocsPerMsg, status)
+	}
+	return tw.Flush()
+}
+
+// num formats a setting without trailing zeros.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// Latency kinds.
+const (
+	// RTT: the latency is a round trip, send to echo received.
+	RTT = "rtt"
+	// OneWay: the latency is one way, send to delivery.
+	OneWay = "one_way"
+)
+
+// Result is one row of a run: one transport, one profile, one link. Its
+// JSON form is the bench's machine-readable schema; every field is always
+// present.
+type Result struct {
+	Transport string `json:"transport"`
+	Profile   string `json:"profile"`
+	// Link is the impairment of each direction.
+	Link LinkResult `json:"link"`
+	// LatencyKind is RTT or OneWay.
+	LatencyKind string `json:"latency_kind"`
+	// Sent counts the messages the profile sent; Delivered those that
+	// completed (for echo: whose echo came back intact, once).
+	Sent      int64 `json:"sent"`
+	Delivered int64 `json:"delivered"`
+	// LatencyMS are percentiles of the delivered messages' latency, in
+	// milliseconds (µs resolution). All zero when nothing was delivered.
+	LatencyMS Latency `json:"latency_ms"`
+	// PayloadBytes are the application payload bytes carried, both
+	// directions (for echo: message size × (Sent + Delivered), the
+	// client's messages and the echoes that came back).
+	PayloadBytes int64 `json:"payload_bytes"`
+	// WireBytes are the UDP payload bytes both ends sent into the relay:
+	// headers, acks, retransmissions and redundancy included, IP/UDP
+	// headers not.
+	WireBytes int64 `json:"wire_bytes"`
+	// CPUSeconds is process-wide user+system CPU time over the row
+	// (getrusage RUSAGE_SELF): both ends, the relay and the profile.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// WallSeconds is the row's elapsed time, pair opening to closing.
+	WallSeconds float64 `json:"wall_seconds"`
+	// AllocsPerMsg is the process-wide heap allocation count over the row
+	// divided by Sent.
+	AllocsPerMsg float64 `json:"allocs_per_msg"`
+	// PeakRSSBytes is the process's peak resident set so far (getrusage
+	// Maxrss): a high-water mark that never decreases from row to row.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// LinkResult describes one direction's impairment (both directions are
+// the same).
+type LinkResult struct {
+	Loss     float64 `json:"loss"` // percent
+	DelayMS  float64 `json:"delay_ms"`
+	JitterMS float64 `json:"jitter_ms"`
+	Dup      float64 `json:"dup"`   // percent
+	Burst    float64 `json:"burst"` // mean loss run, 1 = independent
+	Seed     uint64  `json:"seed"`
+}
+
+// Latency holds latency percentiles in milliseconds.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// Reliable reports whether the row's profile promises delivery of every
+// message (echo does).
+func (r Result) Reliable() bool { return r.Profile == ProfileEcho }
+
+// Failed reports whether a reliable row delivered less (or more) than it
+// sent.
+func (r Result) Failed() bool { return r.Reliable() && r.Delivered != r.Sent }
+
+// Report is the JSON document WriteJSON writes.
+type Report struct {
+	Results []Result `json:"results"`
+}
+
+// WriteJSON writes rs as {"results":[…]}, indented, with a final newline.
+func WriteJSON(w io.Writer, rs []Result) error {
+	if rs == nil {
+		rs = []Result{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Report{Results: rs})
+}

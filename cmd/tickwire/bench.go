@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tickwire/tickwire/bench"
+)
+
+// Settings of --quick: a few seconds in all, for tests and smoke runs.
+const (
+	quickCount = 30
+	quickDrain = 3 * time.Second
+)
+
+// quickLosses are --quick's loss rates.
+var quickLosses = []float64{0, 0.10}
+
+// benchFlags are the bench subcommand's flags.
+type benchFlags struct {
+	profile    string
+	transports string
+	losses     string
+	delay      time.Duration
+	jitter     time.Duration
+	dup        float64
+	burst      float64
+	seed       uint64
+	count      int
+	rate       float64
+	size       int
+	mtu        int
+	quick      bool
+	json       string
+	prof       profileFlags
+}
+
+// newBenchFlagSet declares the bench flags on a new FlagSet writing its
+// errors and usage to stderr.
+func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
+	def := bench.DefaultSuite()
+	fs := flag.NewFlagSet("tickwire bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.profile, "profile", def.Profile, "traffic profile: echo")
+	fs.StringVar(&f.transports, "transport", strings.Join(def.Transports, ","), "comma-separated transports: "+strings.Join(bench.Transports, ","))
+	fs.StringVar(&f.losses, "loss", formatPercents(def.Losses), "comma-separated loss rates in percent, one row per transport and rate")
+	fs.DurationVar(&f.delay, "delay", def.Link.Delay, "one-way delay of each direction")
+	fs.DurationVar(&f.jitter, "jitter", def.Link.Jitter, "one-way delay jitter (uniform ±)")
+	fs.Float64Var(&f.dup, "dup", 0, "duplication rate in percent")
+	fs.Float64Var(&f.burst, "burst", 1, "mean loss-run length (1: independent loss, >1: Gilbert–Elliott bursts)")
+	fs.Uint64Var(&f.seed, "seed", def.Link.Seed, "link conditioner seed (same seed, same drop and duplicate decisions)")
+	fs.IntVar(&f.count, "count", def.Count, "messages per row")
+	fs.Float64Var(&f.rate, "rate", def.Rate, "messages per second")
+	fs.IntVar(&f.size, "size", def.Size, fmt.Sprintf("message size in bytes [%d, %d]", bench.MinSize, bench.MaxSize))
+	fs.IntVar(&f.mtu, "mtu", def.MTU, "datagram size for both transports [576, 1472]")
+	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per row (explicit flags win)", formatPercents(quickLosses), quickCount))
+	fs.StringVar(&f.json, "json", "", "write JSON results to FILE, or to stdout instead of the table with -")
+	f.prof.declare(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: tickwire bench [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs each transport on each loss rate, one row at a time, through a loopback link")
+		fmt.Fprintln(stderr, "conditioner, and prints a table (tickwire and kcp adjacent). With no flags: echo,")
+		fmt.Fprintln(stderr, "64-byte reliable messages at 60 Hz, loss 0/1/5/10/20 %, 25 ms ± 2 ms each way.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// suite turns the parsed flags into a suite; set holds the flags given
+// explicitly.
+func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
+	s := bench.DefaultSuite()
+	s.Profile = f.profile
+	s.Transports = nil
+	for _, t := range strings.Split(f.transports, ",") {
+		t = strings.TrimSpace(t)
+		if _, err := bench.NewTransport(t); err != nil {
+			return s, fmt.Errorf("--transport: %w", err)
+		}
+		s.Transports = append(s.Transports, t)
+	}
+	losses, err := parsePercents(f.losses)
+	if err != nil {
+		return s, fmt.Errorf("--loss: %w", err)
+	}
+	s.Losses = losses
+	if f.dup < 0 || f.dup > 100 {
+		return s, fmt.Errorf("--dup %v not in [0, 100]", f.dup)
+	}
+	s.Link = bench.Link{Delay: f.delay, Jitter: f.jitter, Dup: f.dup / 100, Burst: f.burst, Seed: f.seed}
+	// Zero would mean "default" to the bench package; on the command
+	// line it is a mistake.
+	switch {
+	case f.count < 1:
+		return s, fmt.Errorf("--count %d: want at least 1", f.count)
+	case !(f.rate > 0):
+		return s, fmt.Errorf("--rate %v: want more than 0", f.rate)
+	case f.size < 1:
+		return s, fmt.Errorf("--size %d: want at least %d", f.size, bench.MinSize)
+	case f.mtu < 1:
+		return s, fmt.Errorf("--mtu %d: want at least 576", f.mtu)
+	}
+	s.Count, s.Rate, s.Size, s.MTU = f.count, f.rate, f.size, f.mtu
+	if f.quick {
+		if !set["loss"] {
+			s.Losses = quickLosses
+		}
+		if !set["count"] {
+			s.Count = quickCount
+		}
+		s.Drain = quickDrain
+	}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// runBench is `tickwire bench`.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f benchFlags
+	fs := newBenchFlagSet(&f, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tickwire bench: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	suite, err := f.suite(set)
+	if err != nil {
+		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
+		return exitUsage
+	}
+
+	stopProf, err := f.prof.start(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
+		return exitUsage
+	}
+	scenarios := suite.Scenarios()
+	var progress func(int, bench.Scenario)
+	if isTerminal(stderr) {
+		progress = func(i int, s bench.Scenario) {
+			fmt.Fprintf(stderr, "\r\x1b[K[%d/%d] %s %s loss %s%% …", i+1, len(scenarios), s.Profile, s.Transport, strconv.FormatFloat(s.Link.Loss*100, 'g', -1, 64))
+		}
+	}
+	results, runErr := bench.RunAll(ctx, scenarios, progress)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\x1b[K")
+	}
+	if err := stopProf(); err != nil {
+		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
+	}
+
+	code := exitOK
+	if err := report(f.json, results, stdout); err != nil {
+		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
+		code = exitFailed
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "tickwire bench: %v\n", runErr)
+		code = exitFailed
+	}
+	for _, r := range results {
+		if r.Failed() {
+			fmt.Fprintf(stderr, "tickwire bench: FAILED: %s %s loss %v%%: delivered %d of %d\n",
+				r.Transport, r.Profile, r.Link.Loss, r.Delivered, r.Sent)
+			code = exitFailed
+		}
+	}
+	return code
+}
+
+// report writes the table to stdout, and the JSON to stdout instead
+// (jsonPath "-") or to a file as well.
+func report(jsonPath string, results []bench.Result, stdout io.Writer) error {
+	if jsonPath == "-" {
+		return bench.WriteJSON(stdout, results)
+	}
+	if err := bench.WriteTable(stdout, results); err != nil {
+		return err
+	}
+	if jsonPath == "" {
+		return nil
+	}
+	fh, err := os.Create(jsonPath)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteJSON(fh, results); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// parsePercents parses "0,1,5" into probabilities {0, 0.01, 0.05}.
+func parsePercents(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		if !(v >= 0 && v <= 100) {
+			return nil, fmt.Errorf("%v not in [0, 100]", v)
+		}
+		out = append(out, v/100)
+	}
+	return out, nil
+}
+
+// formatPercents formats probabilities as a comma-separated percent list.
+func formatPercents(ps []float64) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = strconv.FormatFloat(p*100, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	fh, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := fh.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

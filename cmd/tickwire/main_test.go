@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/bench"
+)
+
+// kind names the JSON type a schema field must have.
+type kind int
+
+const (
+	str kind = iota
+	number
+	object
+)
+
+// schema is the Result JSON schema: every field and its type.
+var schema = map[string]kind{
+	"transport": str, "profile": str, "link": object, "latency_kind": str,
+	"sent": number, "delivered": number, "latency_ms": object,
+	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
+	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
+}
+
+var (
+	linkSchema    = []string{"loss", "delay_ms", "jitter_ms", "dup", "burst", "seed"}
+	latencySchema = []string{"p50", "p90", "p99", "p999", "max"}
+)
+
+// checkNumbers checks that m has exactly the keys, all numbers.
+func checkNumbers(t *testing.T, what string, m map[string]any, keys []string) {
+	t.Helper()
+	if len(m) != len(keys) {
+		t.Errorf("%s: %d fields, want %d: %v", what, len(m), len(keys), m)
+	}
+	for _, k := range keys {
+		if _, ok := m[k].(float64); !ok {
+			t.Errorf("%s.%s = %#v, want a number", what, k, m[k])
+		}
+	}
+}
+
+func TestBenchQuickJSON(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	files := map[string]string{}
+	args := []string{"bench", "--quick", "--json", "-", "--pprof", "127.0.0.1:0"}
+	for _, f := range []string{"cpuprofile", "memprofile", "trace"} {
+		files[f] = filepath.Join(dir, f)
+		args = append(args, "--"+f, files[f])
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if code := run(ctx, args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+	}
+	t.Logf("quick suite took %v", time.Since(start))
+
+	var doc map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+	}
+	rows, ok := doc["results"].([]any)
+	if !ok || len(doc) != 1 {
+		t.Fatalf("document is not {\"results\":[…]}: %v", doc)
+	}
+	if len(rows) != 4 {
+		t.Errorf("%d rows, want 4 (2 transports × 2 losses)", len(rows))
+	}
+	transports := map[string]int{}
+	for i, row := range rows {
+		r, ok := row.(map[string]any)
+		if !ok {
+			t.Fatalf("row %d is %T", i, row)
+		}
+		if len(r) != len(schema) {
+			t.Errorf("row %d: %d fields, want %d", i, len(r), len(schema))
+		}
+		for k, want := range schema {
+			var ok bool
+			switch want {
+			case str:
+				_, ok = r[k].(string)
+			case number:
+				_, ok = r[k].(float64)
+			case object:
+				_, ok = r[k].(map[string]any)
+			}
+			if !ok {
+				t.Errorf("row %d: %s = %#v, wrong type or missing", i, k, r[k])
+			}
+		}
+		if t.Failed() {
+			continue
+		}
+		checkNumbers(t, "link", r["link"].(map[string]any), linkSchema)
+		checkNumbers(t, "latency_ms", r["latency_ms"].(map[string]any), latencySchema)
+		if r["latency_kind"] != "rtt" || r["profile"] != "echo" {
+			t.Errorf("row %d: kind %v, profile %v", i, r["latency_kind"], r["profile"])
+		}
+		sent, delivered := r["sent"].(float64), r["delivered"].(float64)
+		if sent != 30 || delivered != sent {
+			t.Errorf("row %d (%v): delivered %v of %v, want 30 of 30", i, r["transport"], delivered, sent)
+		}
+		if p99 := r["latency_ms"].(map[string]any)["p99"].(float64); p99 < 50 || p99 > 2000 {
+			t.Errorf("row %d: p99 %v ms on a 25 ms ± 2 ms link each way", i, p99)
+		}
+		if r["wire_bytes"].(float64) <= 0 || r["wall_seconds"].(float64) <= 0 {
+			t.Errorf("row %d: no wire bytes or wall time: %v", i, r)
+		}
+		transports[r["transport"].(string)]++
+	}
+	if transports["tickwire"] != 2 || transports["kcp"] != 2 {
+		t.Errorf("transports %v, want tickwire and kcp twice each", transports)
+	}
+	for f, path := range files {
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+			t.Errorf("--%s wrote nothing: %v", f, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), "pprof: http://127.0.0.1:") {
+		t.Errorf("no pprof address on stderr: %s", stderr.String())
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	// A cancelled context: should a bad flag slip through, the suite stops
+	// at once (exit 1) instead of running for a minute.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{
+		{},
+		{"nope"},
+		{"bench", "--bogus"},
+		{"bench", "--loss", "200"},
+		{"bench", "--loss", "1,x"},
+		{"bench", "--transport", "tcp"},
+		{"bench", "--profile", "bulk"},
+		{"bench", "--size", "8"},
+		{"bench", "--mtu", "9000"},
+		{"bench", "--count", "0"},
+		{"bench", "--rate", "0"},
+		{"bench", "--size", "0"},
+		{"bench", "--mtu", "0"},
+		{"bench", "--loss", ""},
+		{"bench", "--rate", "-1"},
+		{"bench", "--dup", "101"},
+		{"bench", "--burst", "0.5"},
+		{"bench", "--delay", "-1ms"},
+		{"bench", "extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(ctx, args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+		if stderr.Len() == 0 {
+			t.Errorf("%q: no error message", args)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%q: wrote to stdout: %s", args, stdout.String())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%q: exit %d", args, code)
+		}
+		out := stdout.String()
+		if !strings.Contains(out, "bench") {
+			t.Errorf("%q: help lacks bench:\n%s", args, out)
+		}
+		for _, later := range []string{"server", "client", "relay", "soak"} {
+			if strings.Contains(out, later) {
+				t.Errorf("%q: help lists %q, which does not exist yet", args, later)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"bench", "-h"}, &stdout, &stderr); code != exitOK {
+		t.Errorf("bench -h: exit %d", code)
+	}
+	if !strings.Contains(stderr.String(), "--quick") && !strings.Contains(stderr.String(), "-quick") {
+		t.Errorf("bench -h lacks the flags:\n%s", stderr.String())
+	}
+}
+
+func TestReportJSONFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	rows := []bench.Result{{Transport: bench.Tickwire, Profile: bench.ProfileEcho, Sent: 1, Delivered: 1}}
+	var stdout bytes.Buffer
+	if err := report(path, rows, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "tickwire") {
+		t.Errorf("no table on stdout: %q", stdout.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc bench.Report
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) != 1 {
+		t.Errorf("file: %v, %s", err, b)
+	}
+	if err := report(filepath.Join(t.TempDir(), "no", "such", "dir"), rows, &stdout); err == nil {
+		t.Error("unwritable path: no error")
+	}
+}
