@@ -4,6 +4,7 @@ go 1.26.2
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/klauspost/compress v1.20.4
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/xtaci/kcp-go/v5 v5.7.5
 	golang.org/x/sys v0.50.0
@@ -11,7 +12,6 @@ require (
 
 require (
 	github.com/juju/ratelimit v1.0.2 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.1 // indirect
 	github.com/klauspost/reedsolomon v1.14.2 // indirect
 	github.com/panjf2000/ants/v2 v2.11.3 // indirect

@@ -159,7 +159,12 @@
 // on each side: inputs travel as reliable messages to Server.SubmitInput;
 // slices go out with Channel.SendRecord each tick (ServerLink.Flush) and
 // come back as record verdicts; checksums of final frames are verified on
-// the client. docs/ROLLBACK.md has the formats and the measurements.
+// the client. With a Snapshotter on each side (SetSnapshots), the server
+// link also sends the joining client its snapshot — the store at a final
+// frame, scoped, with handles and owners, zstd-compressed — before any
+// slice, and a state burst whenever the client can no longer be corrected
+// from the stream (Replicator or Receiver NeedsResync). docs/ROLLBACK.md
+// has the formats and the measurements.
 //
 // # Concurrency and cost
 //

@@ -151,4 +151,12 @@ var (
 	// pack budget on its own. Pack it with a larger budget (a fragmented
 	// record) or give it up with Replicator.Forfeit.
 	ErrFrameTooLarge = errors.New("rollback: frame exceeds the pack budget")
+
+	// ErrSlotTaken: Store.Restore for a slot that holds a live entity.
+	ErrSlotTaken = errors.New("rollback: entity slot already in use")
+
+	// ErrSnapshotTooLarge: a snapshot whose (declared or decoded) size
+	// exceeds SnapshotConfig.MaxBytes, or whose message exceeds what the
+	// channel carries.
+	ErrSnapshotTooLarge = errors.New("rollback: snapshot too large")
 )

@@ -36,6 +36,8 @@ const (
 const (
 	msgInputs   byte = 0x01 // client → server: one frame's inputs
 	msgChecksum byte = 0x02 // server → client: a final frame's checksum
+	msgSnapshot byte = 0x03 // server → client: a compressed snapshot
+	msgResync   byte = 0x04 // client → server: state burst, please
 )
 
 // StreamChannel is the part of a transport.Channel the links use;
@@ -163,6 +165,10 @@ type ServerLinkStats struct {
 	QueueFull, Throttled, Forfeited uint64
 	// ChecksumsSent counts checksum messages.
 	ChecksumsSent uint64
+	// Snapshots and SnapshotBytes count the snapshots sent (join and state
+	// bursts); ResyncRequests the client's requests for one, of which
+	// ResyncIgnored were already answered by a burst in flight.
+	Snapshots, SnapshotBytes, ResyncRequests, ResyncIgnored uint64
 	// Disconnected is set by a Disconnect frame from the client, with its
 	// reason.
 	Disconnected bool
@@ -200,6 +206,11 @@ type ServerLink[S State] struct {
 	sumSent bool
 	lastSum uint32
 	st      ServerLinkStats
+
+	snaps    SnapshotSource
+	snapWant bool   // a snapshot is owed (join, request)
+	snapSent bool   // lastSnap is valid
+	lastSnap uint32 // frame of the last snapshot sent
 }
 
 // NewServerLink returns the link for client peer, whose state is a snapshot
@@ -237,11 +248,41 @@ func (l *ServerLink[S]) Close() { l.repl.RemovePeer(l.peer) }
 // frame baseline (Replicator.Resync).
 func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.peer, baseline) }
 
+// SetSnapshots makes the link send snapshots from src (a *Snapshotter of
+// the server's store and log): the one RequestSnapshot asks for, and the
+// state bursts that repair the client — when the Replicator reports
+// NeedsResync (at most once per ring of frames, FrameCapacity, so a dead
+// link does not pile up bursts), or when the client asks (its Receiver
+// reports NeedsResync; a request made before the last burst was sent is
+// ignored). Each snapshot is of the newest final frame F, sent as one
+// reliable message on LinkConfig.Stream (fragmented by the channel), and
+// the client's stream restarts after F (Resync). nil turns snapshots off.
+func (l *ServerLink[S]) SetSnapshots(src SnapshotSource) { l.snaps = src }
+
+// RequestSnapshot makes the next Flush that has a final frame send the
+// client a snapshot of it (SetSnapshots must be set) before any slice: the
+// join. Until it is sent, no slice is.
+func (l *ServerLink[S]) RequestSnapshot() { l.snapWant = true }
+
 // OnMessage implements transport.Handler: an input message on the link's
 // stream is parsed whole (a malformed one is counted and dropped, never a
 // panic) and its inputs submitted under the client's peer id; anything
 // else goes to LinkConfig.OnOther.
 func (l *ServerLink[S]) OnMessage(m transport.Message) {
+	if m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgResync {
+		if len(m.Payload) != 5 {
+			l.st.Malformed++
+			return
+		}
+		l.st.ResyncRequests++
+		base, _, _ := wire.Uint32(m.Payload[1:])
+		if l.snapSent && base < l.lastSnap {
+			l.st.ResyncIgnored++ // a newer burst is on its way
+			return
+		}
+		l.snapWant = true
+		return
+	}
 	if m.Delivery != transport.Reliable || m.Stream != l.cfg.Stream || len(m.Payload) == 0 || m.Payload[0] != msgInputs {
 		if m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream {
 			l.st.Malformed++
@@ -299,10 +340,48 @@ func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	if !ok {
 		return nil
 	}
+	if l.snaps != nil {
+		if !l.snapWant && l.repl.NeedsResync(l.peer) &&
+			(!l.snapSent || uint64(ft) >= uint64(l.lastSnap)+uint64(l.repl.Log().FrameCapacity())) {
+			l.snapWant = true
+		}
+		if l.snapWant {
+			if sent, err := l.sendSnapshot(ch, ft); err != nil || !sent {
+				return err
+			}
+		}
+	}
 	if err := l.flushSlices(ch, ft); err != nil {
 		return err
 	}
 	return l.flushChecksum(ch, ft)
+}
+
+// sendSnapshot sends the client a snapshot of final frame ft and restarts
+// its stream after ft; sent is false on back-pressure (retried next tick).
+func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) (sent bool, err error) {
+	out, err := l.snaps.AppendSnapshot(append(l.msg[:0], msgSnapshot), l.peer, ft)
+	if err != nil {
+		return false, err
+	}
+	l.msg = out
+	if _, err := ch.SendReliable(l.cfg.Stream, out); err != nil {
+		if errors.Is(err, transport.ErrQueueFull) {
+			l.st.QueueFull++
+			return false, nil
+		}
+		if errors.Is(err, transport.ErrTooLarge) {
+			return false, fmt.Errorf("%w: %d-byte snapshot: %w", ErrSnapshotTooLarge, len(out), err)
+		}
+		return false, err
+	}
+	if err := l.repl.Resync(l.peer, ft); err != nil {
+		return false, err
+	}
+	l.snapWant, l.snapSent, l.lastSnap = false, true, ft
+	l.st.Snapshots++
+	l.st.SnapshotBytes += uint64(len(out))
+	return true, nil
 }
 
 func (l *ServerLink[S]) flushSlices(ch StreamChannel, ft uint32) error {
@@ -449,6 +528,10 @@ type ClientLinkStats struct {
 	// Other those the link does not handle; Records verdicts for records
 	// (the client link sends none).
 	Malformed, Other, Records uint64
+	// Snapshots counts snapshots installed; SnapshotErrors those refused
+	// (the error is in LastError; the state is unchanged); ResyncRequests
+	// the state bursts asked for.
+	Snapshots, SnapshotErrors, ResyncRequests uint64
 	// Disconnected is set by a Disconnect frame from the server, with its
 	// reason.
 	Disconnected bool
@@ -490,6 +573,9 @@ type ClientLink[S State] struct {
 	nSums   int
 	lastErr error
 	st      ClientLinkStats
+
+	sink  SnapshotSink
+	asked bool // a resync request is out since the last install
 }
 
 // NewClientLink returns the link driving c. If c already has a snapshot
@@ -516,6 +602,14 @@ func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error
 	return l, nil
 }
 
+// SetSnapshots makes the link install the snapshots the server sends
+// (join and state bursts) through sink — a *Snapshotter of the client's
+// store — each followed by InstallSnapshot of its frame; and ask the
+// server for a state burst, once per install, when its Receiver reports
+// NeedsResync. nil turns that off (snapshot messages are then counted as
+// Malformed, and the caller installs snapshots itself).
+func (l *ClientLink[S]) SetSnapshots(sink SnapshotSink) { l.sink = sink }
+
 // Client returns the client the link drives.
 func (l *ClientLink[S]) Client() *Client[S] { return l.c }
 
@@ -540,6 +634,7 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 	}
 	l.sent = frame
 	l.nSums = 0
+	l.asked = false
 	return l.recv.Reset(frame)
 }
 
@@ -555,6 +650,8 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 			l.st.UnpackErrors++
 			l.lastErr = err
 		}
+	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshot && l.sink != nil:
+		l.installSnapshot(m.Payload[1:])
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream:
 		if len(m.Payload) != 13 || m.Payload[0] != msgChecksum {
 			l.st.Malformed++
@@ -576,6 +673,21 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 			l.cfg.OnOther(m)
 		}
 	}
+}
+
+// installSnapshot installs a snapshot message's body: into the state
+// (SnapshotSink), then into the client and receiver (InstallSnapshot).
+func (l *ClientLink[S]) installSnapshot(body []byte) {
+	frame, err := l.sink.InstallSnapshot(body)
+	if err == nil {
+		err = l.InstallSnapshot(frame)
+	}
+	if err != nil {
+		l.st.SnapshotErrors++
+		l.lastErr = err
+		return
+	}
+	l.st.Snapshots++
 }
 
 // OnRecord implements transport.Handler; the client link sends no records,
@@ -605,6 +717,19 @@ func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 		return err
 	}
 	l.verify()
+	if l.sink != nil && !l.asked && l.c.Ready() && l.recv.NeedsResync() {
+		l.msg = append(l.msg[:0], msgResync)
+		l.msg = wire.AppendUint32(l.msg, l.c.Baseline())
+		if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+			if errors.Is(err, transport.ErrQueueFull) {
+				l.st.QueueFull++
+				return nil
+			}
+			return err
+		}
+		l.asked = true
+		l.st.ResyncRequests++
+	}
 	return nil
 }
 

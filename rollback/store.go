@@ -309,3 +309,78 @@ func (s *Store) slot(e Entity) (uint32, bool) {
 	}
 	return idx, true
 }
+
+// Clear destroys every entity at once, for installing a snapshot: each
+// slot becomes empty with its components zeroed and its owner SenderLocal,
+// the free queue empties and every slot counts as never used again (the
+// next Create takes slot 0). Generations are kept, so a handle issued
+// before stays stale unless a Restore puts the same generation back. Not
+// rewindable; O(capacity × component bytes).
+func (s *Store) Clear() {
+	for _, col := range s.cols {
+		clear(col)
+	}
+	clear(s.alive)
+	for i := range s.owner {
+		s.owner[i] = SenderLocal
+	}
+	s.fresh, s.freeHead, s.freeLen, s.live, s.retired = 0, 0, 0, 0, 0
+}
+
+// Restore makes e live, in its exact slot and with its exact generation,
+// owned by owner and with every component zeroed (the caller then writes
+// them): it is for snapshot install only, where the server's handles must
+// be reproduced on the client (ReadSnapshot calls it after Clear, slots in
+// ascending order). Skipped never-used slots join the free queue. Errors:
+// ErrStaleEntity for an index beyond the capacity or generation 0,
+// ErrSlotTaken when the slot holds a live entity. Not rewindable. Cost:
+// O(1) when slots are restored in ascending order after Clear, else up to
+// the length of the free queue.
+func (s *Store) Restore(e Entity, owner Sender) error {
+	idx, gen := e.Index(), e.Generation()
+	if int(idx) >= len(s.gen) || gen == 0 {
+		return ErrStaleEntity
+	}
+	if s.alive[idx] {
+		return ErrSlotTaken
+	}
+	if idx >= s.fresh {
+		for i := s.fresh; i < idx; i++ {
+			s.pushFree(i)
+		}
+		s.fresh = idx + 1
+	} else if !s.takeFree(idx) {
+		s.retired-- // a dead slot below fresh that is not queued was retired
+	}
+	s.gen[idx] = gen
+	s.alive[idx] = true
+	s.owner[idx] = owner
+	s.live++
+	return nil
+}
+
+func (s *Store) pushFree(idx uint32) {
+	tail := s.freeHead + s.freeLen
+	if tail >= len(s.free) {
+		tail -= len(s.free)
+	}
+	s.free[tail] = idx
+	s.freeLen++
+}
+
+// takeFree removes idx from the free queue, keeping the others in order.
+func (s *Store) takeFree(idx uint32) bool {
+	n := len(s.free)
+	for k := 0; k < s.freeLen; k++ {
+		if s.free[(s.freeHead+k)%n] != idx {
+			continue
+		}
+		for j := k; j > 0; j-- {
+			s.free[(s.freeHead+j)%n] = s.free[(s.freeHead+j-1)%n]
+		}
+		s.freeHead = (s.freeHead + 1) % n
+		s.freeLen--
+		return true
+	}
+	return false
+}
