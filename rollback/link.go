@@ -38,6 +38,7 @@ const (
 	msgChecksum byte = 0x02 // server → client: a final frame's checksum
 	msgSnapshot byte = 0x03 // server → client: a compressed snapshot
 	msgResync   byte = 0x04 // client → server: state burst, please
+	msgDilation byte = 0x05 // server → client: time-dilation feedback
 )
 
 // StreamChannel is the part of a transport.Channel the links use;
@@ -163,8 +164,9 @@ type ServerLinkStats struct {
 	// MaxPendingRecords were in flight; Forfeited frames too large for any
 	// record.
 	QueueFull, Throttled, Forfeited uint64
-	// ChecksumsSent counts checksum messages.
-	ChecksumsSent uint64
+	// ChecksumsSent counts checksum messages; DilationsSent time-dilation
+	// messages.
+	ChecksumsSent, DilationsSent uint64
 	// Snapshots and SnapshotBytes count the snapshots sent (join and state
 	// bursts); ResyncRequests the client's requests for one, of which
 	// ResyncIgnored were already answered by a burst in flight.
@@ -205,6 +207,8 @@ type ServerLink[S State] struct {
 	msg     []byte
 	sumSent bool
 	lastSum uint32
+	dilSent bool
+	lastDil uint32
 	st      ServerLinkStats
 
 	snaps    SnapshotSource
@@ -354,7 +358,37 @@ func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	if err := l.flushSlices(ch, ft); err != nil {
 		return err
 	}
+	if err := l.flushDilation(ch, ft); err != nil {
+		return err
+	}
 	return l.flushChecksum(ch, ft)
+}
+
+// dilationEvery is how many final frames pass between two time-dilation
+// messages to one client (half a second at 60 Hz).
+const dilationEvery = 30
+
+// flushDilation sends the client the server's time-dilation feedback for
+// it (Server.TimeDilation: how much faster or slower it should tick to keep
+// its inputs arriving TargetBufferFrames ahead) every dilationEvery final
+// frames, as a signed count of 1/10,000ths.
+func (l *ServerLink[S]) flushDilation(ch StreamChannel, ft uint32) error {
+	if l.dilSent && uint64(ft) < uint64(l.lastDil)+dilationEvery {
+		return nil
+	}
+	d := l.srv.TimeDilation(l.peer)
+	l.msg = append(l.msg[:0], msgDilation)
+	l.msg = wire.AppendUint16(l.msg, uint16(int16(max(min(d*10000, 32767), -32768))))
+	if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+		if errors.Is(err, transport.ErrQueueFull) {
+			l.st.QueueFull++
+			return nil
+		}
+		return err
+	}
+	l.dilSent, l.lastDil = true, ft
+	l.st.DilationsSent++
+	return nil
 }
 
 // sendSnapshot sends the client a snapshot of final frame ft and restarts
@@ -528,6 +562,8 @@ type ClientLinkStats struct {
 	// Other those the link does not handle; Records verdicts for records
 	// (the client link sends none).
 	Malformed, Other, Records uint64
+	// Dilations counts time-dilation messages received (TimeDilation).
+	Dilations uint64
 	// Snapshots counts snapshots installed; SnapshotErrors those refused
 	// (the error is in LastError; the state is unchanged); ResyncRequests
 	// the state bursts asked for.
@@ -566,13 +602,14 @@ type ClientLink[S State] struct {
 	recv *Receiver
 	cfg  LinkConfig
 
-	sent    uint32 // inputs for frames up to here have been sent
-	pend    []Input
-	msg     []byte
-	sums    [checksumQueue]pendingSum
-	nSums   int
-	lastErr error
-	st      ClientLinkStats
+	sent     uint32 // inputs for frames up to here have been sent
+	pend     []Input
+	msg      []byte
+	sums     [checksumQueue]pendingSum
+	nSums    int
+	lastErr  error
+	dilation float64 // the server's latest time-dilation feedback
+	st       ClientLinkStats
 
 	sink  SnapshotSink
 	asked bool // a resync request is out since the last install
@@ -619,6 +656,14 @@ func (l *ClientLink[S]) Receiver() *Receiver { return l.recv }
 // Stats returns a copy of the counters.
 func (l *ClientLink[S]) Stats() ClientLinkStats { return l.st }
 
+// TimeDilation returns the server's latest time-dilation feedback for this
+// client: the fraction by which to speed up (positive) or slow down
+// (negative) its tick so its inputs arrive the server's target number of
+// frames early (Server.TimeDilation; resolution 1/10,000). 0 until the
+// first message arrives. A game applies it to its tick interval, e.g.
+// interval × (1 − dilation).
+func (l *ClientLink[S]) TimeDilation() float64 { return l.dilation }
+
 // LastError returns the most recent error the receiver returned for a
 // delivered slice (nil if none): OnMessage has no way to return it.
 func (l *ClientLink[S]) LastError() error { return l.lastErr }
@@ -652,6 +697,14 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 		}
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshot && l.sink != nil:
 		l.installSnapshot(m.Payload[1:])
+	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgDilation:
+		if len(m.Payload) != 3 {
+			l.st.Malformed++
+			return
+		}
+		v, _, _ := wire.Uint16(m.Payload[1:])
+		l.dilation = float64(int16(v)) / 10000
+		l.st.Dilations++
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream:
 		if len(m.Payload) != 13 || m.Payload[0] != msgChecksum {
 			l.st.Malformed++

@@ -256,6 +256,15 @@ func TestLinkEndToEnd(t *testing.T) {
 		ticks, ss.Rewinds, rewinds, verified, s.maxSeen)
 	for _, cl := range s.cls {
 		t.Logf("client %d: replicator %+v", cl.p, s.repl.Peer(cl.p))
+		// Time-dilation feedback reached every client: its inputs arrive
+		// late (lead 2 against a server that wants them early), so the
+		// server asks it to speed up, and the client holds what the server
+		// last said, to the message's 1/10,000 resolution.
+		got, want := cl.link.TimeDilation(), s.srv.TimeDilation(cl.p)
+		t.Logf("client %d: time dilation %.4f (server now %.4f), %d messages", cl.p, got, want, cl.link.Stats().Dilations)
+		if cl.link.Stats().Dilations == 0 || got <= 0 || got-want > 0.005 || want-got > 0.005 {
+			t.Fatalf("client %d: time dilation %v after %d messages", cl.p, got, cl.link.Stats().Dilations)
+		}
 	}
 }
 
