@@ -12,8 +12,25 @@
 //
 // [Transport] opens a client/server pair of one implementation ("tickwire",
 // "kcp", "kcp-default") whose traffic goes through a Relay. A profile
-// (for now only "echo", see [Run]) drives the pair and measures it into a
-// [Result], which [WriteTable] and [WriteJSON] report.
+// drives the pair and measures it into a [Result], which [WriteTable] and
+// [WriteJSON] report:
+//
+//   - [ProfileEcho]: reliable messages at a fixed rate, echoed back,
+//     through the Relay; round-trip latency.
+//   - [ProfilePPS]: small unreliable messages one way, as fast as the
+//     transport takes them, for a fixed time; messages and datagrams per
+//     second. [Raw] (plain UDP, one system call per datagram) is its floor;
+//     kcp, which has no unreliable mode, carries reliable messages.
+//   - [ProfileBulk]: a one-way reliable-ordered transfer in [BulkChunk]
+//     messages, each checked for order and CRC-32C; MB/s.
+//
+// Pps and bulk connect the ends directly, not through the Relay, at 0 %
+// loss: the relay forwards one datagram per system call on one goroutine
+// per direction, so it could not go faster than the raw floor and would
+// measure itself. The tickwire pair of these profiles Polls and Flushes
+// both ends in lockstep on one goroutine, without sleeping (see
+// twOneWay): a Flush sends at most 32 datagrams, so throughput scales with
+// the Flush rate.
 //
 // # Measurement
 //
@@ -22,7 +39,8 @@
 // (getrusage(RUSAGE_SELF), user + system) over the row, so they include
 // the relay and the profile's own goroutines, the same for every
 // transport; allocations are the process-wide runtime.MemStats.Mallocs
-// delta over the row, divided by the messages sent; peak RSS is the
+// delta over the row, divided by the messages sent (pps and bulk include
+// the pair's setup in the delta); peak RSS is the
 // process's high-water mark so far (getrusage Maxrss), which never goes
 // down from one row to the next. Wire bytes are the UDP payload bytes both
 // ends handed to the relay (IP and UDP headers not included).

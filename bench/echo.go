@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -79,15 +80,22 @@ func (l Link) result() LinkResult {
 // Scenario is one row: a transport running a profile over a link. Zero
 // fields take the Default values.
 type Scenario struct {
-	Profile   string // ProfileEcho (the default)
+	Profile   string // ProfileEcho (the default), ProfilePPS or ProfileBulk
 	Transport string // one of Transports
 	Link      Link
 	Count     int     // messages sent
 	Rate      float64 // messages per second
 	Size      int     // message bytes, [MinSize, MaxSize]
 	MTU       int     // datagram bytes for both transports
-	// Drain bounds the wait for outstanding echoes after the last send.
+	// Drain bounds the wait for outstanding echoes (pps and bulk: the
+	// outstanding deliveries) after the last send.
 	Drain time.Duration
+	// Duration is how long pps sends, and how long bulk may send (pps
+	// and bulk only; default DefaultDuration).
+	Duration time.Duration
+	// Bytes is the size of the bulk transfer (bulk only; default
+	// DefaultBulkBytes).
+	Bytes int64
 }
 
 func (s Scenario) withDefaults() Scenario {
@@ -109,6 +117,12 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Drain == 0 {
 		s.Drain = DefaultDrain
 	}
+	if s.Duration == 0 {
+		s.Duration = DefaultDuration
+	}
+	if s.Bytes == 0 {
+		s.Bytes = DefaultBulkBytes
+	}
 	return s
 }
 
@@ -119,8 +133,14 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrScenario}, args...)...)
 	}
 	switch {
-	case s.Profile != ProfileEcho:
-		return bad("profile %q (want %q)", s.Profile, ProfileEcho)
+	case !slices.Contains(Profiles, s.Profile):
+		return bad("profile %q (want one of %v)", s.Profile, Profiles)
+	case s.Transport == Raw && s.Profile != ProfilePPS:
+		return bad("transport %q runs only the %q profile", Raw, ProfilePPS)
+	case s.Duration <= 0 || s.Duration > MaxDuration:
+		return bad("duration %v not in (0, %v]", s.Duration, MaxDuration)
+	case s.Bytes < 1 || s.Bytes > MaxBulkBytes:
+		return bad("bytes %d not in [1, %d]", s.Bytes, MaxBulkBytes)
 	case s.Count < 1 || s.Count > 10_000_000:
 		return bad("count %d not in [1, 10000000]", s.Count)
 	case !(s.Rate > 0 && s.Rate <= 100_000):
@@ -145,11 +165,19 @@ func (s Scenario) Validate() error {
 // invalid scenario or when the pair or relay cannot be set up; a pair that
 // loses messages yields a Result that Failed. Cancelling ctx stops sending
 // early (the row then Failed unless every sent message came back).
+//
+// Echo runs through a Relay. Pps and bulk connect the two ends directly,
+// without one, at 0 % loss: the relay reads and writes one datagram per
+// system call on each direction's goroutine, so it cannot forward faster
+// than the raw floor and would measure itself, not the transports.
 func Run(ctx context.Context, s Scenario) (Result, error) {
 	if err := s.Validate(); err != nil {
 		return Result{}, err
 	}
 	s = s.withDefaults()
+	if s.Profile != ProfileEcho {
+		return runThroughput(ctx, s)
+	}
 	t, _ := NewTransport(s.Transport)
 	res := Result{Transport: t.Name(), Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT}
 

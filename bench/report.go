@@ -62,9 +62,13 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // WriteTable writes rs as an aligned text table, one row per result,
 // grouped by Group. The p99 ratio column (tickwire/kcp) is filled on
 // tickwire's row; a reliable row that lost messages is marked FAILED.
+// Pps and bulk rows fill the throughput column (pps: messages/s, and the
+// receiver's datagrams/s where measured; bulk: MB/s, 10^6 bytes) and the
+// cpu-per column (pps: CPU seconds per million messages delivered; bulk:
+// CPU seconds per GB, 10^9 bytes, delivered); echo rows show "-".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tstatus\t")
+	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tthroughput\tcpu per\tstatus\t")
 	rows := Group(rs)
 	for _, r := range rows {
 		ratio := "-"
@@ -82,12 +86,42 @@ func WriteTable(w io.Writer, rs []Result) error {
 			status = "FAILED"
 		}
 		l := r.LatencyMS
-		fmt.Fprintf(tw, "%s\t%s\t%s±%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%.1f\t%s\t\n",
+		tput, per := throughputCells(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s±%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%.1f\t%s\t%s\t%s\t\n",
 			r.Profile, num(r.Link.Loss), num(r.Link.DelayMS), num(r.Link.JitterMS), r.Transport,
 			r.Sent, r.Delivered, l.P50, l.P90, l.P99, l.P999, l.Max, ratio, overhead,
-			r.CPUSeconds, r.AllocsPerMsg, status)
+			r.CPUSeconds, r.AllocsPerMsg, tput, per, status)
 	}
 	return tw.Flush()
+}
+
+// throughputCells returns the throughput and cpu-per cells of r.
+func throughputCells(r Result) (tput, per string) {
+	switch {
+	case r.Delivered == 0:
+		return "-", "-"
+	case r.Profile == ProfilePPS:
+		tput = si(r.ThroughputMsgsPerS) + " msg/s"
+		if r.ThroughputDatagramsPerS > 0 {
+			tput += " (" + si(r.ThroughputDatagramsPerS) + " dg/s)"
+		}
+		return tput, strconv.FormatFloat(r.CPUSeconds/(float64(r.Delivered)/1e6), 'f', 2, 64) + " s/M msg"
+	case r.Profile == ProfileBulk && r.PayloadBytes > 0:
+		return strconv.FormatFloat(r.ThroughputMBPerS, 'f', 1, 64) + " MB/s",
+			strconv.FormatFloat(r.CPUSeconds/(float64(r.PayloadBytes)/1e9), 'f', 2, 64) + " s/GB"
+	}
+	return "-", "-"
+}
+
+// si formats a rate with a k or M suffix, three significant digits.
+func si(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', 0, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
 // num formats a setting without trailing zeros.

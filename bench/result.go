@@ -21,7 +21,8 @@ type Result struct {
 	Profile   string `json:"profile"`
 	// Link is the impairment of each direction.
 	Link LinkResult `json:"link"`
-	// LatencyKind is RTT or OneWay.
+	// LatencyKind is RTT or OneWay, or NoLatency (pps and bulk, whose
+	// LatencyMS is all zero).
 	LatencyKind string `json:"latency_kind"`
 	// Sent counts the messages the profile sent; Delivered those that
 	// completed (for echo: whose echo came back intact, once).
@@ -49,6 +50,17 @@ type Result struct {
 	// PeakRSSBytes is the process's peak resident set so far (getrusage
 	// Maxrss): a high-water mark that never decreases from row to row.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// ThroughputMsgsPerS is Delivered divided by the time from the first
+	// send to the last delivery (pps and bulk; 0 for echo).
+	ThroughputMsgsPerS float64 `json:"throughput_msgs_per_s"`
+	// ThroughputDatagramsPerS is the datagrams the receiving socket read
+	// over the same time (pps and bulk; 0 for echo and for kcp, whose
+	// counters mix both ends). Tickwire packs several small messages into
+	// one datagram, so it may be well below ThroughputMsgsPerS.
+	ThroughputDatagramsPerS float64 `json:"throughput_datagrams_per_s"`
+	// ThroughputMBPerS is the payload delivered over the same time, in
+	// 10^6 bytes per second (pps and bulk; 0 for echo).
+	ThroughputMBPerS float64 `json:"throughput_mb_per_s"`
 }
 
 // LinkResult describes one direction's impairment (both directions are
@@ -72,8 +84,8 @@ type Latency struct {
 }
 
 // Reliable reports whether the row's profile promises delivery of every
-// message (echo does).
-func (r Result) Reliable() bool { return r.Profile == ProfileEcho }
+// message (echo and bulk do; pps does not).
+func (r Result) Reliable() bool { return r.Profile == ProfileEcho || r.Profile == ProfileBulk }
 
 // Failed reports whether a reliable row delivered less (or more) than it
 // sent.

@@ -2,15 +2,19 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 )
 
 // Default suite settings: what `tickwire bench` runs with no flags.
 var (
-	// DefaultLosses are the loss rates of the default suite.
+	// DefaultLosses are the loss rates of the default suite's echo rows.
 	DefaultLosses = []float64{0, 0.01, 0.05, 0.10, 0.20}
 	// DefaultTransports are the transports of the default suite.
 	DefaultTransports = []string{Tickwire, KCP}
+	// DefaultProfiles are the profiles of the default suite.
+	DefaultProfiles = []string{ProfileEcho, ProfilePPS, ProfileBulk}
 )
 
 // Default link of the default suite.
@@ -20,25 +24,30 @@ const (
 	DefaultSeed   = 1
 )
 
-// Suite is a set of scenarios: every transport on every loss rate, the
-// rest of the settings shared.
+// Suite is a set of scenarios: for echo, every transport on every loss
+// rate through the relay; for pps and bulk, one row per transport, direct
+// at 0 % loss (see Run), pps with a Raw row added as its floor. Raw is
+// skipped for echo and bulk. The rest of the settings are shared.
 type Suite struct {
-	Profile    string
+	Profiles   []string
 	Transports []string
-	Losses     []float64 // probabilities in [0, 1]
-	Link       Link      // Loss is taken from Losses
+	Losses     []float64 // probabilities in [0, 1]; echo only
+	Link       Link      // Loss is taken from Losses; echo only
 	Count      int
 	Rate       float64
 	Size       int
 	MTU        int
 	Drain      time.Duration
+	Duration   time.Duration // pps and bulk
+	Bytes      int64         // bulk
 }
 
 // DefaultSuite returns the suite `tickwire bench` runs with no flags:
-// echo at 0/1/5/10/20 % loss, 25 ms ± 2 ms one way, tickwire and kcp.
+// echo at 0/1/5/10/20 % loss, 25 ms ± 2 ms one way, then one pps row and
+// one bulk row each, tickwire and kcp (and raw, pps's floor).
 func DefaultSuite() Suite {
 	return Suite{
-		Profile:    ProfileEcho,
+		Profiles:   DefaultProfiles,
 		Transports: DefaultTransports,
 		Losses:     DefaultLosses,
 		Link:       Link{Delay: DefaultDelay, Jitter: DefaultJitter, Seed: DefaultSeed},
@@ -46,28 +55,61 @@ func DefaultSuite() Suite {
 		Rate:       DefaultRate,
 		Size:       DefaultSize,
 		MTU:        DefaultMTU,
+		Duration:   DefaultDuration,
+		Bytes:      DefaultBulkBytes,
 	}
 }
 
-// Scenarios expands the suite, loss-major, transports adjacent.
+// Scenarios expands the suite, profile by profile; echo loss-major,
+// transports adjacent.
 func (s Suite) Scenarios() []Scenario {
 	var out []Scenario
-	for _, loss := range s.Losses {
-		for _, t := range s.Transports {
-			link := s.Link
-			link.Loss = loss
-			out = append(out, Scenario{
-				Profile: s.Profile, Transport: t, Link: link,
-				Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
-			})
+	row := func(profile, t string, link Link) Scenario {
+		return Scenario{
+			Profile: profile, Transport: t, Link: link,
+			Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
+			Duration: s.Duration, Bytes: s.Bytes,
+		}
+	}
+	for _, profile := range s.Profiles {
+		switch profile {
+		case ProfileEcho:
+			for _, loss := range s.Losses {
+				for _, t := range s.Transports {
+					if t == Raw {
+						continue
+					}
+					link := s.Link
+					link.Loss = loss
+					out = append(out, row(profile, t, link))
+				}
+			}
+		case ProfilePPS, ProfileBulk:
+			ts := slices.Clone(s.Transports)
+			if profile == ProfilePPS && !slices.Contains(ts, Raw) {
+				ts = append(ts, Raw)
+			}
+			for _, t := range ts {
+				if t == Raw && profile != ProfilePPS {
+					continue
+				}
+				out = append(out, row(profile, t, Link{}))
+			}
+		default:
+			out = append(out, row(profile, "", Link{})) // fails Validate
 		}
 	}
 	return out
 }
 
-// Validate reports the first invalid scenario of the suite.
+// Validate reports the first invalid scenario of the suite, or that it
+// has none.
 func (s Suite) Validate() error {
-	for _, sc := range s.Scenarios() {
+	scenarios := s.Scenarios()
+	if len(scenarios) == 0 {
+		return fmt.Errorf("%w: the suite has no rows", ErrScenario)
+	}
+	for _, sc := range scenarios {
 		if err := sc.Validate(); err != nil {
 			return err
 		}

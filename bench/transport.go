@@ -20,13 +20,29 @@ const (
 	// KCPDefault is kcp-go in its normal mode: NoDelay(0, 40, 0, 0),
 	// otherwise as KCP.
 	KCPDefault = "kcp-default"
+	// Raw is a plain net.UDPConn, one system call per datagram sent or
+	// received and no protocol: the floor of the pps profile, which is the
+	// only profile it runs (it has no reliable channel to echo or bulk on).
+	Raw = "raw"
 )
 
 // ErrUnknownTransport is returned for a transport name not in Transports.
 var ErrUnknownTransport = errors.New("bench: unknown transport")
 
 // Transports lists the transport names, in report order.
-var Transports = []string{Tickwire, KCP, KCPDefault}
+var Transports = []string{Tickwire, KCP, KCPDefault, Raw}
+
+// ErrNoReliable is returned by the raw transport's Open: it has no
+// reliable channel, so it runs only the pps profile.
+var ErrNoReliable = errors.New("bench: raw transport has no reliable channel (pps only)")
+
+// rawTransport is Raw as a Transport: it opens no Pair.
+type rawTransport struct{}
+
+func (rawTransport) Name() string { return Raw }
+
+// Open implements Transport; it returns ErrNoReliable.
+func (rawTransport) Open(PairConfig) (Pair, error) { return nil, ErrNoReliable }
 
 // PairConfig is what a Transport needs to open a client/server pair.
 type PairConfig struct {
@@ -71,6 +87,8 @@ func NewTransport(name string) (Transport, error) {
 		return kcpTransport{name: KCP, nodelay: [4]int{1, 10, 2, 1}}, nil
 	case KCPDefault:
 		return kcpTransport{name: KCPDefault, nodelay: [4]int{0, 40, 0, 0}}, nil
+	case Raw:
+		return rawTransport{}, nil
 	}
 	return nil, fmt.Errorf("%w: %q (want one of %v)", ErrUnknownTransport, name, Transports)
 }

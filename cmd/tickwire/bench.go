@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +17,10 @@ import (
 
 // Settings of --quick: a few seconds in all, for tests and smoke runs.
 const (
-	quickCount = 30
-	quickDrain = 3 * time.Second
+	quickCount     = 30
+	quickDrain     = 3 * time.Second
+	quickDuration  = 300 * time.Millisecond // pps sending, bulk bound
+	quickBulkBytes = 2 << 20
 )
 
 // quickLosses are --quick's loss rates.
@@ -37,6 +40,8 @@ type benchFlags struct {
 	rate       float64
 	size       int
 	mtu        int
+	duration   time.Duration
+	bulkMB     float64
 	quick      bool
 	json       string
 	prof       profileFlags
@@ -48,7 +53,7 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	def := bench.DefaultSuite()
 	fs := flag.NewFlagSet("tickwire bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", def.Profile, "traffic profile: echo")
+	fs.StringVar(&f.profile, "profile", strings.Join(def.Profiles, ","), "comma-separated traffic profiles: "+strings.Join(bench.Profiles, ","))
 	fs.StringVar(&f.transports, "transport", strings.Join(def.Transports, ","), "comma-separated transports: "+strings.Join(bench.Transports, ","))
 	fs.StringVar(&f.losses, "loss", formatPercents(def.Losses), "comma-separated loss rates in percent, one row per transport and rate")
 	fs.DurationVar(&f.delay, "delay", def.Link.Delay, "one-way delay of each direction")
@@ -60,7 +65,10 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.rate, "rate", def.Rate, "messages per second")
 	fs.IntVar(&f.size, "size", def.Size, fmt.Sprintf("message size in bytes [%d, %d]", bench.MinSize, bench.MaxSize))
 	fs.IntVar(&f.mtu, "mtu", def.MTU, "datagram size for both transports [576, 1472]")
-	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per row (explicit flags win)", formatPercents(quickLosses), quickCount))
+	fs.DurationVar(&f.duration, "duration", def.Duration, "pps: how long to send; bulk: the most time sending may take")
+	fs.Float64Var(&f.bulkMB, "bulk-mb", float64(def.Bytes)/(1<<20), "bulk: MiB to transfer")
+	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row, pps for %v, bulk of %d MiB (explicit flags win)",
+		formatPercents(quickLosses), quickCount, quickDuration, quickBulkBytes>>20))
 	fs.StringVar(&f.json, "json", "", "write JSON results to FILE, or to stdout instead of the table with -")
 	f.prof.declare(fs)
 	fs.Usage = func() {
@@ -68,7 +76,9 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Runs each transport on each loss rate, one row at a time, through a loopback link")
 		fmt.Fprintln(stderr, "conditioner, and prints a table (tickwire and kcp adjacent). With no flags: echo,")
-		fmt.Fprintln(stderr, "64-byte reliable messages at 60 Hz, loss 0/1/5/10/20 %, 25 ms ± 2 ms each way.")
+		fmt.Fprintln(stderr, "64-byte reliable messages at 60 Hz, loss 0/1/5/10/20 %, 25 ms ± 2 ms each way;")
+		fmt.Fprintln(stderr, "then pps (64-byte unreliable messages for 1 s, with a raw UDP floor) and bulk")
+		fmt.Fprintln(stderr, "(32 MiB reliable-ordered in 1 KiB messages), one way, direct at 0 % loss.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -79,7 +89,14 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 // explicitly.
 func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 	s := bench.DefaultSuite()
-	s.Profile = f.profile
+	s.Profiles = nil
+	for _, p := range strings.Split(f.profile, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(bench.Profiles, p) {
+			return s, fmt.Errorf("--profile %q: want one of %s", p, strings.Join(bench.Profiles, ","))
+		}
+		s.Profiles = append(s.Profiles, p)
+	}
 	s.Transports = nil
 	for _, t := range strings.Split(f.transports, ",") {
 		t = strings.TrimSpace(t)
@@ -108,14 +125,25 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 		return s, fmt.Errorf("--size %d: want at least %d", f.size, bench.MinSize)
 	case f.mtu < 1:
 		return s, fmt.Errorf("--mtu %d: want at least 576", f.mtu)
+	case f.duration <= 0:
+		return s, fmt.Errorf("--duration %v: want more than 0", f.duration)
+	case !(f.bulkMB > 0) || f.bulkMB*(1<<20) > bench.MaxBulkBytes:
+		return s, fmt.Errorf("--bulk-mb %v: want more than 0, at most %d", f.bulkMB, bench.MaxBulkBytes>>20)
 	}
 	s.Count, s.Rate, s.Size, s.MTU = f.count, f.rate, f.size, f.mtu
+	s.Duration, s.Bytes = f.duration, int64(f.bulkMB*(1<<20))
 	if f.quick {
 		if !set["loss"] {
 			s.Losses = quickLosses
 		}
 		if !set["count"] {
 			s.Count = quickCount
+		}
+		if !set["duration"] {
+			s.Duration = quickDuration
+		}
+		if !set["bulk-mb"] {
+			s.Bytes = quickBulkBytes
 		}
 		s.Drain = quickDrain
 	}

@@ -5,6 +5,7 @@
 // Usage:
 //
 //	tickwire bench [flags]   run the benchmark suite (no flags: the default suite)
+//	tickwire soak [flags]    run scenario S-I1, the long soak, in virtual time
 //	tickwire help            list the subcommands
 //
 // Exit status: 0 on success, 1 when a run failed (a reliable row lost
@@ -43,6 +44,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"bench", "run the benchmark suite: tickwire vs kcp-go over a conditioned loopback link", runBench},
+		{"soak", "scenario S-I1: a million reliable messages and an action stream over a bad simulated link", runSoak},
 		{"help", "list the subcommands", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			usage(stdout)
 			return exitOK

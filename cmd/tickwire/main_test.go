@@ -28,6 +28,7 @@ var schema = map[string]kind{
 	"sent": number, "delivered": number, "latency_ms": object,
 	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
+	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
 }
 
 var (
@@ -73,10 +74,11 @@ func TestBenchQuickJSON(t *testing.T) {
 	if !ok || len(doc) != 1 {
 		t.Fatalf("document is not {\"results\":[…]}: %v", doc)
 	}
-	if len(rows) != 4 {
-		t.Errorf("%d rows, want 4 (2 transports × 2 losses)", len(rows))
+	if len(rows) != 9 {
+		t.Errorf("%d rows, want 9 (echo: 2 transports × 2 losses; pps: 3 transports; bulk: 2)", len(rows))
 	}
 	transports := map[string]int{}
+	profiles := map[string]int{}
 	for i, row := range rows {
 		r, ok := row.(map[string]any)
 		if !ok {
@@ -104,7 +106,12 @@ func TestBenchQuickJSON(t *testing.T) {
 		}
 		checkNumbers(t, "link", r["link"].(map[string]any), linkSchema)
 		checkNumbers(t, "latency_ms", r["latency_ms"].(map[string]any), latencySchema)
-		if r["latency_kind"] != "rtt" || r["profile"] != "echo" {
+		profiles[r["profile"].(string)]++
+		if r["profile"] != "echo" {
+			checkThroughputRow(t, i, r)
+			continue
+		}
+		if r["latency_kind"] != "rtt" {
 			t.Errorf("row %d: kind %v, profile %v", i, r["latency_kind"], r["profile"])
 		}
 		sent, delivered := r["sent"].(float64), r["delivered"].(float64)
@@ -120,7 +127,10 @@ func TestBenchQuickJSON(t *testing.T) {
 		transports[r["transport"].(string)]++
 	}
 	if transports["tickwire"] != 2 || transports["kcp"] != 2 {
-		t.Errorf("transports %v, want tickwire and kcp twice each", transports)
+		t.Errorf("echo transports %v, want tickwire and kcp twice each", transports)
+	}
+	if profiles["echo"] != 4 || profiles["pps"] != 3 || profiles["bulk"] != 2 {
+		t.Errorf("profiles %v, want echo 4, pps 3, bulk 2", profiles)
 	}
 	for f, path := range files {
 		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
@@ -129,6 +139,33 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "pprof: http://127.0.0.1:") {
 		t.Errorf("no pprof address on stderr: %s", stderr.String())
+	}
+}
+
+// checkThroughputRow checks a pps or bulk row of the quick suite.
+func checkThroughputRow(t *testing.T, i int, r map[string]any) {
+	t.Helper()
+	sent, delivered := r["sent"].(float64), r["delivered"].(float64)
+	if r["latency_kind"] != "none" || r["latency_ms"].(map[string]any)["p99"].(float64) != 0 {
+		t.Errorf("row %d: latency kind %v, latency %v", i, r["latency_kind"], r["latency_ms"])
+	}
+	if r["throughput_msgs_per_s"].(float64) <= 0 || r["throughput_mb_per_s"].(float64) <= 0 {
+		t.Errorf("row %d (%v %v): no throughput: %v", i, r["profile"], r["transport"], r)
+	}
+	switch r["profile"] {
+	case "pps":
+		if delivered <= 0 || delivered > sent {
+			t.Errorf("row %d (pps %v): delivered %v of %v", i, r["transport"], delivered, sent)
+		}
+	case "bulk":
+		// 2 MiB in 1 KiB chunks, each checked for order and CRC-32C;
+		// kcp's window may not send them all in the 300 ms bound on a
+		// loaded machine, tickwire's does with a wide margin.
+		if delivered != sent || sent <= 0 || (r["transport"] == "tickwire" && sent != 2048) {
+			t.Errorf("row %d (bulk %v): delivered %v of %v, want all of 2048", i, r["transport"], delivered, sent)
+		}
+	default:
+		t.Errorf("row %d: profile %v", i, r["profile"])
 	}
 }
 
@@ -144,7 +181,12 @@ func TestBadUsage(t *testing.T) {
 		{"bench", "--loss", "200"},
 		{"bench", "--loss", "1,x"},
 		{"bench", "--transport", "tcp"},
-		{"bench", "--profile", "bulk"},
+		{"bench", "--profile", "nope"},
+		{"bench", "--profile", "pps,"},
+		{"bench", "--profile", "echo", "--transport", "raw"},
+		{"bench", "--duration", "0"},
+		{"bench", "--bulk-mb", "0"},
+		{"bench", "--bulk-mb", "5000"},
 		{"bench", "--size", "8"},
 		{"bench", "--mtu", "9000"},
 		{"bench", "--count", "0"},
@@ -178,10 +220,12 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("%q: exit %d", args, code)
 		}
 		out := stdout.String()
-		if !strings.Contains(out, "bench") {
-			t.Errorf("%q: help lacks bench:\n%s", args, out)
+		for _, cmd := range []string{"bench", "soak"} {
+			if !strings.Contains(out, cmd) {
+				t.Errorf("%q: help lacks %s:\n%s", args, cmd, out)
+			}
 		}
-		for _, later := range []string{"server", "client", "relay", "soak"} {
+		for _, later := range []string{"server", "client", "relay"} {
 			if strings.Contains(out, later) {
 				t.Errorf("%q: help lists %q, which does not exist yet", args, later)
 			}
@@ -216,5 +260,21 @@ func TestReportJSONFile(t *testing.T) {
 	}
 	if err := report(filepath.Join(t.TempDir(), "no", "such", "dir"), rows, &stdout); err == nil {
 		t.Error("unwritable path: no error")
+	}
+}
+
+// The soak subcommand runs S-I1 end to end at a small count and prints a
+// passing JSON result.
+func TestSoakQuickJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"soak", "--count", "20000", "--json", "-"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("soak --json - printed %q: %v", stdout.String(), err)
+	}
+	if res["ok"] != true || res["count"] != float64(20000) {
+		t.Fatalf("soak result ok=%v count=%v", res["ok"], res["count"])
 	}
 }
