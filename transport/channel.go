@@ -131,6 +131,7 @@ type Channel struct {
 	history  ackmap.RecvHistory
 	events   []ackmap.Event
 	ackDirty bool // a fresh datagram with frames arrived since our last send
+	unacked  int  // fresh datagrams with frames received since our last send
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -696,7 +697,7 @@ func (c *Channel) finish() {
 		c.stats.AckOnlySent++
 	}
 	c.sink.Commit(c.cur)
-	c.cur, c.sentAny, c.ackDirty, c.lastSend = nil, true, false, c.now
+	c.cur, c.sentAny, c.ackDirty, c.unacked, c.lastSend = nil, true, false, 0, c.now
 	c.burst++
 	c.dispatch(evs)
 }
@@ -742,6 +743,7 @@ func (c *Channel) Receive(now time.Duration, tick uint64, b []byte) error {
 	}
 	if len(frames) > 0 {
 		c.ackDirty = true
+		c.unacked++
 	} else {
 		c.stats.AckOnlyReceived++
 	}
@@ -875,6 +877,31 @@ func (c *Channel) dispatch(evs []ackmap.Event) {
 			c.handler.OnRecord(ev.Tag, false)
 		}
 	}
+}
+
+// AckUrgent is how many fresh datagrams a channel may receive between two
+// of its own sends before it must ack at once: one ack header covers 33
+// seqs, so a peer that sends faster than this channel Flushes would
+// otherwise see its early datagrams age out of the window unacked — lost
+// although they arrived — and re-send them forever.
+const AckUrgent = 16
+
+// AckDue reports whether the peer has sent AckUrgent or more datagrams
+// since this channel last sent one, so an ack should go out now rather
+// than at the next Flush (SendAck). An Endpoint checks it after each
+// received batch.
+func (c *Channel) AckDue() bool { return c.unacked >= AckUrgent }
+
+// SendAck sends a standalone ack (a datagram with no frames, expecting no
+// verdict) into sink at once. Use it between Flushes when AckDue says the
+// peer is outrunning this channel's Flush rate. Cost: one header-only
+// datagram; no allocation.
+func (c *Channel) SendAck(now time.Duration, sink Sink) {
+	c.now, c.sink = now, sink
+	c.begin()
+	c.finish()
+	c.sink = nil
+	c.stats.UrgentAcks++
 }
 
 // reliableIdle reports whether no reliable message is waiting for an ack.

@@ -488,3 +488,45 @@ func TestRedundancySpacedInTime(t *testing.T) {
 		t.Fatalf("%.1f redundant copies per message at a 1 ms Flush rate, want about 3", copies)
 	}
 }
+
+// A sender that Flushes far more often than its peer: without urgent acks
+// its bursts outrun the 33-seq ack window between two of the peer's
+// Flushes, and datagrams that arrived are declared lost by window age-out
+// and re-sent, forever under load. The receiver acks at once after
+// AckUrgent datagrams (AckDue/SendAck), so on a lossless link nothing is
+// declared lost.
+func TestUrgentAckKeepsFastSenderExact(t *testing.T) {
+	p := newPair(t, Config{})
+	msg := make([]byte, 1000)
+	for step := 0; step < 400; step++ {
+		for p.a.Stats().ReliableHeld < 200 {
+			if _, err := p.a.SendReliable(1, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.tick++
+		p.now += time.Millisecond
+		p.a.Flush(p.now, p.tick, &p.sa) // every step: up to 32 datagrams
+		for _, d := range p.sa.out {
+			p.b.Receive(p.now, p.tick, d[wire.SessionHeaderLen:])
+			if p.b.AckDue() {
+				p.b.SendAck(p.now, &p.sb)
+			}
+		}
+		p.sa.out = p.sa.out[:0]
+		if step%20 == 0 { // the receiver's own tick: 20 sender Flushes per one of its own
+			p.b.Flush(p.now, p.tick, &p.sb)
+		}
+		for _, d := range p.sb.out {
+			p.a.Receive(p.now, p.tick, d[wire.SessionHeaderLen:])
+		}
+		p.sb.out = p.sb.out[:0]
+	}
+	sa, sb := p.a.Stats(), p.b.Stats()
+	if sb.UrgentAcks == 0 || sa.Ack.Lost != 0 || sa.ReliableResent != 0 {
+		t.Fatalf("urgent acks %d; sender lost %d, resent %d", sb.UrgentAcks, sa.Ack.Lost, sa.ReliableResent)
+	}
+	if p.hb.messages < 5000 {
+		t.Fatalf("only %d messages delivered", p.hb.messages)
+	}
+}

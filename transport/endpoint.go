@@ -495,6 +495,13 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 	if err := p.ch.Receive(now, e.tick, b[wire.SessionHeaderLen:]); err != nil {
 		e.stats.Malformed[MalformedChannel]++
 	}
+	if p.ch.AckDue() && p.state == PeerConnected {
+		// The peer outruns our Flush rate: ack now, before its early
+		// datagrams slide out of the 33-seq ack window unacked.
+		e.sinkPeer = p
+		p.ch.SendAck(now, e.sink)
+		e.sinkPeer = nil
+	}
 	if p.remote {
 		p.remote = false
 		e.onRemoteDisconnect(now, p)

@@ -141,8 +141,12 @@ func TestIdleTimeoutSilentClient(t *testing.T) {
 	n.runUntil(120, "connect", isConnected(cl))
 	n.run(60)
 	sp := srv.rec.connects[0]
-	cl.silent = true // the client stops sending, but still listens
+	// The client goes silent. It must not Poll either: a channel that keeps
+	// receiving (the server's keep-alives) acks at once after AckUrgent
+	// datagrams, even between Flushes.
+	cl.silent, cl.deaf = true, true
 	n.runUntil(60*12, "server reaps", func() bool { return len(srv.rec.discs) > 0 })
+	cl.deaf = false // listening again, still sending nothing: it hears why
 	idle := srv.rec.discAt[0] - sp.LastReceived()
 	if srv.rec.discs[0] != wire.DisconnectTimeout || idle < DefaultIdleTimeout || idle > DefaultIdleTimeout+epTick {
 		t.Fatalf("server: reason %v after %v of silence", srv.rec.discs[0], idle)

@@ -15,6 +15,7 @@ type ChannelStats struct {
 	DatagramsSent     uint64
 	BytesSent         uint64
 	AckOnlySent       uint64 // standalone acks: datagrams with no frames
+	UrgentAcks        uint64 // of those, sent at once by SendAck (AckDue)
 	DatagramsReceived uint64
 	BytesReceived     uint64
 	AckOnlyReceived   uint64
