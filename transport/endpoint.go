@@ -214,7 +214,10 @@ func (e *Endpoint) Poll(now time.Duration) error {
 			e.handle(now, m.Addr, m.Buf[:min(max(m.N, 0), len(m.Buf))])
 		}
 		read += n
-		if n < len(batch) {
+		// Only an empty read means the socket is drained: a socket may
+		// return fewer than asked with more waiting (GRO hands out at most
+		// 16 coalesced buffers per read).
+		if n == 0 {
 			break
 		}
 	}

@@ -67,8 +67,9 @@ type Conn interface {
 	ReadBatch(msgs []Message) (n int, err error)
 
 	// TryReadBatch is ReadBatch without blocking: it returns (0, nil) when no
-	// datagram is ready. A tick loop calls it until it returns fewer than
-	// len(msgs).
+	// datagram is ready. A tick loop calls it until it returns 0: a short
+	// batch does not mean the socket is drained (the UDP socket's GRO path
+	// returns at most 16 coalesced buffers per call).
 	TryReadBatch(msgs []Message) (n int, err error)
 
 	// WriteBatch sends msgs in order and returns how many were sent. On error,
