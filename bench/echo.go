@@ -80,7 +80,7 @@ func (l Link) result() LinkResult {
 // Scenario is one row: a transport running a profile over a link. Zero
 // fields take the Default values.
 type Scenario struct {
-	Profile   string // ProfileEcho (the default), ProfilePPS or ProfileBulk
+	Profile   string // ProfileEcho (the default), ProfilePPS, ProfileBulk or ProfileLoad
 	Transport string // one of Transports
 	Link      Link
 	Count     int     // messages sent
@@ -90,12 +90,16 @@ type Scenario struct {
 	// Drain bounds the wait for outstanding echoes (pps and bulk: the
 	// outstanding deliveries) after the last send.
 	Drain time.Duration
-	// Duration is how long pps sends, and how long bulk may send (pps
-	// and bulk only; default DefaultDuration).
+	// Duration is how long pps and load send, and how long bulk may send
+	// (pps, bulk and load only; default DefaultDuration, for load
+	// DefaultLoadDuration).
 	Duration time.Duration
 	// Bytes is the size of the bulk transfer (bulk only; default
 	// DefaultBulkBytes).
 	Bytes int64
+	// Peers is the number of clients (load only; default DefaultPeers,
+	// range [1, DefaultPeers]).
+	Peers int
 }
 
 func (s Scenario) withDefaults() Scenario {
@@ -117,8 +121,14 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Drain == 0 {
 		s.Drain = DefaultDrain
 	}
+	if s.Duration == 0 && s.Profile == ProfileLoad {
+		s.Duration = DefaultLoadDuration
+	}
 	if s.Duration == 0 {
 		s.Duration = DefaultDuration
+	}
+	if s.Peers == 0 {
+		s.Peers = DefaultPeers
 	}
 	if s.Bytes == 0 {
 		s.Bytes = DefaultBulkBytes
@@ -137,6 +147,10 @@ func (s Scenario) Validate() error {
 		return bad("profile %q (want one of %v)", s.Profile, Profiles)
 	case s.Transport == Raw && s.Profile != ProfilePPS:
 		return bad("transport %q runs only the %q profile", Raw, ProfilePPS)
+	case s.Profile == ProfileLoad && s.Transport != Tickwire:
+		return bad("profile %q runs only the %q transport", ProfileLoad, Tickwire)
+	case s.Peers < 1 || s.Peers > DefaultPeers:
+		return bad("peers %d not in [1, %d]", s.Peers, DefaultPeers)
 	case s.Duration <= 0 || s.Duration > MaxDuration:
 		return bad("duration %v not in (0, %v]", s.Duration, MaxDuration)
 	case s.Bytes < 1 || s.Bytes > MaxBulkBytes:
@@ -175,7 +189,10 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 		return Result{}, err
 	}
 	s = s.withDefaults()
-	if s.Profile != ProfileEcho {
+	switch s.Profile {
+	case ProfileLoad:
+		return runLoad(ctx, s)
+	case ProfilePPS, ProfileBulk:
 		return runThroughput(ctx, s)
 	}
 	t, _ := NewTransport(s.Transport)

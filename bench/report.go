@@ -65,7 +65,9 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // Pps and bulk rows fill the throughput column (pps: messages/s, and the
 // receiver's datagrams/s where measured; bulk: MB/s, 10^6 bytes) and the
 // cpu-per column (pps: CPU seconds per million messages delivered; bulk:
-// CPU seconds per GB, 10^9 bytes, delivered); echo rows show "-".
+// CPU seconds per GB, 10^9 bytes, delivered); load rows fill them with
+// the peers and the heap per peer, and the server goroutine's µs per
+// peer-tick; echo rows show "-".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tthroughput\tcpu per\tstatus\t")
@@ -100,6 +102,9 @@ func throughputCells(r Result) (tput, per string) {
 	switch {
 	case r.Delivered == 0:
 		return "-", "-"
+	case r.Profile == ProfileLoad:
+		return fmt.Sprintf("%d peers, %.1f KiB/peer", r.Peers, float64(r.MemoryPerPeerBytes)/1024),
+			strconv.FormatFloat(r.ServerCPUUsPerPeerTick, 'f', 2, 64) + " µs/peer-tick"
 	case r.Profile == ProfilePPS:
 		tput = si(r.ThroughputMsgsPerS) + " msg/s"
 		if r.ThroughputDatagramsPerS > 0 {

@@ -61,6 +61,17 @@ type Result struct {
 	// ThroughputMBPerS is the payload delivered over the same time, in
 	// 10^6 bytes per second (pps and bulk; 0 for echo).
 	ThroughputMBPerS float64 `json:"throughput_mb_per_s"`
+	// Peers is the number of clients (load; 0 for the other profiles).
+	Peers int `json:"peers"`
+	// ServerCPUUsPerPeerTick is the time the server goroutine spent inside
+	// Poll and Flush (echoing included) over the send window, divided by
+	// its ticks × Peers, in µs (load; 0 for the other profiles).
+	ServerCPUUsPerPeerTick float64 `json:"server_cpu_us_per_peer_tick"`
+	// MemoryPerPeerBytes is the server's heap per peer: HeapInuse (after a
+	// GC) with the server holding Peers sessions after the send window and
+	// the clients closed and collected, minus HeapInuse before the clients
+	// were opened, divided by Peers (load; 0 for the other profiles).
+	MemoryPerPeerBytes int64 `json:"memory_per_peer_bytes"`
 }
 
 // LinkResult describes one direction's impairment (both directions are
@@ -84,8 +95,10 @@ type Latency struct {
 }
 
 // Reliable reports whether the row's profile promises delivery of every
-// message (echo and bulk do; pps does not).
-func (r Result) Reliable() bool { return r.Profile == ProfileEcho || r.Profile == ProfileBulk }
+// message (echo, bulk and load do; pps does not).
+func (r Result) Reliable() bool {
+	return r.Profile == ProfileEcho || r.Profile == ProfileBulk || r.Profile == ProfileLoad
+}
 
 // Failed reports whether a reliable row delivered less (or more) than it
 // sent.

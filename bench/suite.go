@@ -27,7 +27,9 @@ const (
 // Suite is a set of scenarios: for echo, every transport on every loss
 // rate through the relay; for pps and bulk, one row per transport, direct
 // at 0 % loss (see Run), pps with a Raw row added as its floor. Raw is
-// skipped for echo and bulk. The rest of the settings are shared.
+// skipped for echo and bulk. Load, not in the default suite, is one
+// tickwire row, direct at 0 % loss; the other transports are skipped for
+// it. The rest of the settings are shared.
 type Suite struct {
 	Profiles   []string
 	Transports []string
@@ -40,6 +42,9 @@ type Suite struct {
 	Drain      time.Duration
 	Duration   time.Duration // pps and bulk
 	Bytes      int64         // bulk
+	// LoadDuration is how long load sends (0: DefaultLoadDuration).
+	LoadDuration time.Duration
+	Peers        int // load
 }
 
 // DefaultSuite returns the suite `tickwire bench` runs with no flags:
@@ -57,6 +62,9 @@ func DefaultSuite() Suite {
 		MTU:        DefaultMTU,
 		Duration:   DefaultDuration,
 		Bytes:      DefaultBulkBytes,
+		// Not run by default; the settings for --profile load.
+		LoadDuration: DefaultLoadDuration,
+		Peers:        DefaultPeers,
 	}
 }
 
@@ -68,7 +76,7 @@ func (s Suite) Scenarios() []Scenario {
 		return Scenario{
 			Profile: profile, Transport: t, Link: link,
 			Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
-			Duration: s.Duration, Bytes: s.Bytes,
+			Duration: s.Duration, Bytes: s.Bytes, Peers: s.Peers,
 		}
 	}
 	for _, profile := range s.Profiles {
@@ -94,6 +102,12 @@ func (s Suite) Scenarios() []Scenario {
 					continue
 				}
 				out = append(out, row(profile, t, Link{}))
+			}
+		case ProfileLoad:
+			if slices.Contains(s.Transports, Tickwire) {
+				r := row(profile, Tickwire, Link{})
+				r.Duration = s.LoadDuration
+				out = append(out, r)
 			}
 		default:
 			out = append(out, row(profile, "", Link{})) // fails Validate

@@ -24,8 +24,9 @@ const (
 	ProfileBulk = "bulk"
 )
 
-// Profiles lists the profile names, in the default suite's order.
-var Profiles = []string{ProfileEcho, ProfilePPS, ProfileBulk}
+// Profiles lists the profile names, in the default suite's order; load,
+// last, is not in the default suite.
+var Profiles = []string{ProfileEcho, ProfilePPS, ProfileBulk, ProfileLoad}
 
 // NoLatency is the latency kind of the throughput profiles: they measure
 // no latency, and their latency fields are zero.

@@ -21,6 +21,8 @@ const (
 	quickDrain     = 3 * time.Second
 	quickDuration  = 300 * time.Millisecond // pps sending, bulk bound
 	quickBulkBytes = 2 << 20
+	quickPeers     = 16
+	quickLoad      = time.Second // load sending
 )
 
 // quickLosses are --quick's loss rates.
@@ -42,6 +44,7 @@ type benchFlags struct {
 	mtu        int
 	duration   time.Duration
 	bulkMB     float64
+	peers      int
 	quick      bool
 	json       string
 	prof       profileFlags
@@ -65,10 +68,11 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.rate, "rate", def.Rate, "messages per second")
 	fs.IntVar(&f.size, "size", def.Size, fmt.Sprintf("message size in bytes [%d, %d]", bench.MinSize, bench.MaxSize))
 	fs.IntVar(&f.mtu, "mtu", def.MTU, "datagram size for both transports [576, 1472]")
-	fs.DurationVar(&f.duration, "duration", def.Duration, "pps: how long to send; bulk: the most time sending may take")
+	fs.DurationVar(&f.duration, "duration", def.Duration, fmt.Sprintf("pps: how long to send; bulk: the most time sending may take; load: how long to send, %v unless given", def.LoadDuration))
+	fs.IntVar(&f.peers, "peers", def.Peers, fmt.Sprintf("load: clients against the one server [1, %d]", bench.DefaultPeers))
 	fs.Float64Var(&f.bulkMB, "bulk-mb", float64(def.Bytes)/(1<<20), "bulk: MiB to transfer")
-	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row, pps for %v, bulk of %d MiB (explicit flags win)",
-		formatPercents(quickLosses), quickCount, quickDuration, quickBulkBytes>>20))
+	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row, pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
+		formatPercents(quickLosses), quickCount, quickDuration, quickBulkBytes>>20, quickPeers, quickLoad))
 	fs.StringVar(&f.json, "json", "", "write JSON results to FILE, or to stdout instead of the table with -")
 	f.prof.declare(fs)
 	fs.Usage = func() {
@@ -79,6 +83,9 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "64-byte reliable messages at 60 Hz, loss 0/1/5/10/20 %, 25 ms ± 2 ms each way;")
 		fmt.Fprintln(stderr, "then pps (64-byte unreliable messages for 1 s, with a raw UDP floor) and bulk")
 		fmt.Fprintln(stderr, "(32 MiB reliable-ordered in 1 KiB messages), one way, direct at 0 % loss.")
+		fmt.Fprintln(stderr, "--profile load (not in the default run): --peers clients at 60 Hz against one")
+		fmt.Fprintln(stderr, "tickwire server, direct at 0 % loss, for 5 s; server µs per peer-tick, echo")
+		fmt.Fprintln(stderr, "round trip, heap per peer.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -127,12 +134,23 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 		return s, fmt.Errorf("--mtu %d: want at least 576", f.mtu)
 	case f.duration <= 0:
 		return s, fmt.Errorf("--duration %v: want more than 0", f.duration)
+	case f.peers < 1:
+		return s, fmt.Errorf("--peers %d: want at least 1", f.peers)
 	case !(f.bulkMB > 0) || f.bulkMB*(1<<20) > bench.MaxBulkBytes:
 		return s, fmt.Errorf("--bulk-mb %v: want more than 0, at most %d", f.bulkMB, bench.MaxBulkBytes>>20)
 	}
 	s.Count, s.Rate, s.Size, s.MTU = f.count, f.rate, f.size, f.mtu
-	s.Duration, s.Bytes = f.duration, int64(f.bulkMB*(1<<20))
+	s.Duration, s.Bytes, s.Peers = f.duration, int64(f.bulkMB*(1<<20)), f.peers
+	if set["duration"] {
+		s.LoadDuration = f.duration
+	}
 	if f.quick {
+		if !set["peers"] {
+			s.Peers = quickPeers
+		}
+		if !set["duration"] {
+			s.LoadDuration = quickLoad
+		}
 		if !set["loss"] {
 			s.Losses = quickLosses
 		}

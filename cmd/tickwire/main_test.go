@@ -29,6 +29,7 @@ var schema = map[string]kind{
 	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
+	"peers": number, "server_cpu_us_per_peer_tick": number, "memory_per_peer_bytes": number,
 }
 
 var (
@@ -276,5 +277,34 @@ func TestSoakQuickJSON(t *testing.T) {
 	}
 	if res["ok"] != true || res["count"] != float64(20000) {
 		t.Fatalf("soak result ok=%v count=%v", res["ok"], res["count"])
+	}
+}
+
+// TestBenchLoadQuick runs `bench --profile load --quick` with 4 peers: one
+// tickwire row with the load figures, everything delivered; a --peers out
+// of range is a usage error.
+func TestBenchLoadQuick(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "--profile", "load", "--quick", "--peers", "4", "--duration", "500ms", "--json", "-"}
+	if code := run(ctx, args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+	}
+	var doc struct{ Results []map[string]any }
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil || len(doc.Results) != 1 {
+		t.Fatalf("want one row: %v\n%s", err, stdout.String())
+	}
+	r := doc.Results[0]
+	if r["transport"] != "tickwire" || r["profile"] != "load" || r["peers"] != 4.0 || r["sent"] != r["delivered"] {
+		t.Errorf("row %v", r)
+	}
+	for _, k := range []string{"server_cpu_us_per_peer_tick", "memory_per_peer_bytes", "sent"} {
+		if v, _ := r[k].(float64); !(v > 0) {
+			t.Errorf("%s = %v, want > 0", k, r[k])
+		}
+	}
+	if code := run(ctx, []string{"bench", "--profile", "load", "--peers", "255"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("--peers 255: exit %d, want %d", code, exitUsage)
 	}
 }
