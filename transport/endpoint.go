@@ -435,42 +435,31 @@ func (e *Endpoint) handle(now time.Duration, addr netip.AddrPort, b []byte) {
 		e.stats.Malformed[MalformedOversize]++
 		return
 	}
-	server := e.role == roleServer
-	switch wire.PacketKind(b[0]) {
+	kind := wire.PacketKind(b[0])
+	if !kind.Valid() {
+		e.stats.Malformed[MalformedKind]++
+		return
+	}
+	// Clients send requests and responses; servers send the rest. A kind
+	// meant for the other role is unexpected here.
+	toServer := kind == wire.KindConnectRequest || kind == wire.KindConnectResponse
+	if kind != wire.KindSession && toServer != (e.role == roleServer) {
+		e.stats.Malformed[MalformedUnexpected]++
+		return
+	}
+	switch kind {
 	case wire.KindSession:
 		e.onSession(now, addr, b)
 	case wire.KindConnectRequest:
-		if server {
-			e.onConnectRequest(now, addr, b)
-			return
-		}
-		e.stats.Malformed[MalformedUnexpected]++
+		e.onConnectRequest(now, addr, b)
 	case wire.KindConnectResponse:
-		if server {
-			e.onConnectResponse(now, addr, b)
-			return
-		}
-		e.stats.Malformed[MalformedUnexpected]++
+		e.onConnectResponse(now, addr, b)
 	case wire.KindChallenge:
-		if !server {
-			e.onChallenge(now, addr, b)
-			return
-		}
-		e.stats.Malformed[MalformedUnexpected]++
+		e.onChallenge(now, addr, b)
 	case wire.KindAccept:
-		if !server {
-			e.onAccept(now, addr, b)
-			return
-		}
-		e.stats.Malformed[MalformedUnexpected]++
+		e.onAccept(now, addr, b)
 	case wire.KindReject:
-		if !server {
-			e.onReject(now, addr, b)
-			return
-		}
-		e.stats.Malformed[MalformedUnexpected]++
-	default:
-		e.stats.Malformed[MalformedKind]++
+		e.onReject(now, addr, b)
 	}
 }
 
