@@ -154,3 +154,27 @@ func BenchmarkReassembly(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChannelFootprint reports the heap a channel takes (B/op is per
+// pair, so two channels): fresh, and after one reliable message each way
+// on one stream — the load profile's shape, where each session uses a
+// single ordered stream.
+func BenchmarkChannelFootprint(b *testing.B) {
+	m := make([]byte, 64)
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			newPair(b, Config{})
+		}
+	})
+	b.Run("one-stream", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p := newPair(b, Config{})
+			p.a.SendReliable(1, m)
+			p.b.SendReliable(1, m)
+			p.step()
+			p.step()
+		}
+	})
+}

@@ -456,38 +456,44 @@ func (c *Channel) flushReliable() {
 // and by the datagram budget. It reports false when it stopped for either.
 func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 	piece := c.pieceSize
-	if !sl.sent || c.tick-sl.attempt >= uint64(c.cfg.FragmentExpiry) {
+	if !sl.sent || sl.frag == nil || c.tick-sl.frag.attempt >= uint64(c.cfg.FragmentExpiry) {
 		if sl.sent {
 			c.stats.FragmentRestarts++
 		}
-		sl.frags = (len(sl.buf) + piece - 1) / piece
-		sl.fragID, sl.attempt = c.nextFragID(), c.tick
-		sl.acked, sl.due, sl.sentMask, sl.ackedN = [4]uint64{}, [4]uint64{}, [4]uint64{}, 0
-		for i := 0; i < sl.frags; i++ {
-			setBit(&sl.due, i)
+		if sl.frag == nil {
+			sl.frag = c.reliable[stream].newFrag()
+		} else {
+			*sl.frag = fragState{}
+		}
+		f := sl.frag
+		f.count = (len(sl.buf) + piece - 1) / piece
+		f.fragID, f.attempt = c.nextFragID(), c.tick
+		for i := 0; i < f.count; i++ {
+			setBit(&f.due, i)
 		}
 	}
 	sl.sent, sl.state = true, msgInFlight
-	for i := 0; i < sl.frags; i++ {
-		if !bitSet(&sl.due, i) {
+	f := sl.frag
+	for i := 0; i < f.count; i++ {
+		if !bitSet(&f.due, i) {
 			continue
 		}
-		f := pieceOf(sl.buf, wire.FrameReliable, sl.fragID, i, sl.frags, piece)
+		pf := pieceOf(sl.buf, wire.FrameReliable, f.fragID, i, f.count, piece)
 		if c.man.n == manifestCap && c.cur != nil {
 			c.finish()
 		}
-		if c.inFlightRoom() <= c.pieceMargin() || !c.room(wire.FragmentFrameLen(f)) {
+		if c.inFlightRoom() <= c.pieceMargin() || !c.room(wire.FragmentFrameLen(pf)) {
 			return false // paced: the rest go out as acks make room
 		}
-		if bitSet(&sl.sentMask, i) {
+		if bitSet(&f.sentMask, i) {
 			c.stats.ReliableResent++
 		}
-		setBit(&sl.sentMask, i)
-		clearBit(&sl.due, i)
-		c.cur = wire.AppendFragmentFrame(c.cur, f)
+		setBit(&f.sentMask, i)
+		clearBit(&f.due, i)
+		c.cur = wire.AppendFragmentFrame(c.cur, pf)
 		c.curFrame++
 		c.stats.FragmentsSent++
-		c.note(manifestEntry{id: sl.id, fragID: sl.fragID, stream: stream, piece: uint8(i), frag: true})
+		c.note(manifestEntry{id: sl.id, fragID: f.fragID, stream: stream, piece: uint8(i), frag: true})
 		sl.lastSent = c.tick
 	}
 	return true
@@ -575,7 +581,7 @@ func (c *Channel) flushRedundant() {
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
-			if sl == nil || !sl.sent || sl.frags != 0 || sl.lastSent == c.tick || len(sl.buf) > budget ||
+			if sl == nil || !sl.sent || sl.frag != nil || sl.lastSent == c.tick || len(sl.buf) > budget ||
 				c.now-sl.lastSentAt < c.cfg.RedundancyInterval {
 				continue
 			}

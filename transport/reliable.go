@@ -27,16 +27,23 @@ type sendSlot struct {
 	lastSentAt time.Duration
 	sent       bool // transmitted at least once
 	resend     bool // a datagram carrying it was lost and it is still unacked
-	// Large messages travel as fragments. frags is the piece count (0 for a
-	// message that fits one datagram); fragID the fragment message id of
-	// the current attempt; attempt the tick it started; acked, due and
-	// sentMask are per-piece bitmaps (acked, to be (re)sent, sent before).
-	frags    int
+	// frag is a large message's per-piece state, nil until its first
+	// piece goes out (and for every message that fits one datagram); it
+	// comes from the stream's pool, so only fragmented messages pay for it.
+	frag *fragState
+}
+
+// fragState tracks the pieces of one fragmented message in flight: count
+// is the piece count, fragID the fragment message id of the current
+// attempt, attempt the tick it started; acked, due and sentMask are
+// per-piece bitmaps (acked, to be (re)sent, sent before in this attempt).
+type fragState struct {
+	count    int
 	fragID   wire.Seq
 	attempt  uint64
 	acked    [4]uint64
 	due      [4]uint64
-	sentMask [4]uint64 // pieces sent at least once in this attempt
+	sentMask [4]uint64
 	ackedN   int
 }
 
@@ -50,7 +57,9 @@ func clearBit(b *[4]uint64, i int)    { b[i>>6] &^= 1 << (i & 63) }
 // oldest unacked id to the newest; a full window is back-pressure, never a
 // silent drop.
 type reliableSender struct {
-	slots      []sendSlot // indexed by id & mask
+	slots      []sendSlot // indexed by id & mask; nil until the first push
+	window     int
+	freeFrags  []*fragState // released fragment states, reused
 	mask       wire.Seq
 	oldest     wire.Seq // oldest unacked id (== next when empty)
 	next       wire.Seq // id the next message gets
@@ -62,7 +71,7 @@ type reliableSender struct {
 
 func newReliableSender(window, maxQueued int) *reliableSender {
 	return &reliableSender{
-		slots:     make([]sendSlot, window),
+		window:    window,
 		mask:      wire.Seq(window - 1),
 		maxQueued: maxQueued,
 	}
@@ -75,8 +84,13 @@ func newReliableSender(window, maxQueued int) *reliableSender {
 func (s *reliableSender) push(n int) (*sendSlot, error) {
 	// The window is a span of ids, not a count: ids index the ring, so an
 	// acked message in the middle does not free room for one more.
-	if int(s.next-s.oldest) >= len(s.slots) || s.queued+n > s.maxQueued {
+	if int(s.next-s.oldest) >= s.window || s.queued+n > s.maxQueued {
 		return nil, ErrQueueFull
+	}
+	if s.slots == nil {
+		// Allocated on first use: most sessions use one or two of their
+		// streams, and a window is window × 64 bytes.
+		s.slots = make([]sendSlot, s.window)
 	}
 	id := s.next
 	sl := &s.slots[id&s.mask]
@@ -88,9 +102,23 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	return sl, nil
 }
 
+// newFrag returns a zeroed fragment state, reusing a released one.
+func (s *reliableSender) newFrag() *fragState {
+	if n := len(s.freeFrags); n > 0 {
+		f := s.freeFrags[n-1]
+		s.freeFrags = s.freeFrags[:n-1]
+		*f = fragState{}
+		return f
+	}
+	return new(fragState)
+}
+
 // slot returns the held message with this id, or nil if it is not held
 // (already acked, or never sent).
 func (s *reliableSender) slot(id wire.Seq) *sendSlot {
+	if s.slots == nil {
+		return nil
+	}
 	sl := &s.slots[id&s.mask]
 	if sl.state == msgFree || sl.id != id {
 		return nil
@@ -110,20 +138,24 @@ func (s *reliableSender) ackWhole(id wire.Seq) {
 // delivered when every piece has been acked in the current attempt.
 func (s *reliableSender) ackPiece(id wire.Seq, fragID wire.Seq, piece int) {
 	sl := s.slot(id)
-	if sl == nil || sl.frags == 0 || sl.fragID != fragID || piece >= sl.frags || bitSet(&sl.acked, piece) {
+	if sl == nil || sl.frag == nil {
 		return
 	}
-	setBit(&sl.acked, piece)
-	clearBit(&sl.due, piece)
-	sl.ackedN++
-	if sl.ackedN == sl.frags {
+	f := sl.frag
+	if f.fragID != fragID || piece >= f.count || bitSet(&f.acked, piece) {
+		return
+	}
+	setBit(&f.acked, piece)
+	clearBit(&f.due, piece)
+	f.ackedN++
+	if f.ackedN == f.count {
 		s.release(sl)
 	}
 }
 
 // lostWhole notes that a datagram carrying message id was lost.
 func (s *reliableSender) lostWhole(id wire.Seq) {
-	if sl := s.slot(id); sl != nil && sl.frags == 0 {
+	if sl := s.slot(id); sl != nil && sl.frag == nil {
 		sl.resend = true
 	}
 }
@@ -132,16 +164,22 @@ func (s *reliableSender) lostWhole(id wire.Seq) {
 // piece is sent again (fast repair), unless the attempt has moved on.
 func (s *reliableSender) lostPiece(id wire.Seq, fragID wire.Seq, piece int) {
 	sl := s.slot(id)
-	if sl == nil || sl.frags == 0 || sl.fragID != fragID || piece >= sl.frags || bitSet(&sl.acked, piece) {
+	if sl == nil || sl.frag == nil {
 		return
 	}
-	setBit(&sl.due, piece)
+	if f := sl.frag; f.fragID == fragID && piece < f.count && !bitSet(&f.acked, piece) {
+		setBit(&f.due, piece)
+	}
 }
 
 func (s *reliableSender) release(sl *sendSlot) {
 	s.queued -= len(sl.buf)
 	s.unacked--
 	sl.state = msgFree
+	if sl.frag != nil {
+		s.freeFrags = append(s.freeFrags, sl.frag)
+		sl.frag = nil
+	}
 	for s.oldest != s.next && s.slots[s.oldest&s.mask].state == msgFree {
 		s.oldest++
 	}
@@ -165,7 +203,8 @@ type reliableReceiver struct {
 	ordered bool
 	mask    wire.Seq
 	window  int
-	// ordered: next id to deliver, and a ring of buffered later messages.
+	// ordered: next id to deliver, and a ring of buffered later messages,
+	// allocated when the first message arrives out of order.
 	next  wire.Seq
 	slots []recvSlot
 	// unordered: newest id seen and a bitmap of delivered ids in
@@ -180,9 +219,7 @@ type reliableReceiver struct {
 
 func newReliableReceiver(ordered bool, window, maxBuffered int) *reliableReceiver {
 	r := &reliableReceiver{ordered: ordered, mask: wire.Seq(window - 1), window: window, maxBuffered: maxBuffered}
-	if ordered {
-		r.slots = make([]recvSlot, window)
-	} else {
+	if !ordered {
 		r.seen = make([]uint64, (window+63)/64)
 	}
 	return r
@@ -213,6 +250,9 @@ func (r *reliableReceiver) accept(id wire.Seq, p []byte) recvVerdict {
 	case d >= r.window:
 		return recvOutside
 	}
+	if r.slots == nil {
+		r.slots = make([]recvSlot, r.window)
+	}
 	sl := &r.slots[id&r.mask]
 	if sl.present && sl.id == id {
 		return recvDuplicate
@@ -231,6 +271,9 @@ func (r *reliableReceiver) accept(id wire.Seq, p []byte) recvVerdict {
 // returned bytes stay valid until the next accept.
 func (r *reliableReceiver) delivered() ([]byte, bool) {
 	r.next++
+	if r.slots == nil {
+		return nil, false // nothing was ever buffered
+	}
 	sl := &r.slots[r.next&r.mask]
 	if !sl.present || sl.id != r.next {
 		return nil, false

@@ -73,12 +73,14 @@ func TestReliableSenderPieces(t *testing.T) {
 	s := newReliableSender(16, 1<<20)
 	id := pushBytes(t, s, make([]byte, 100))
 	sl := s.slot(id)
-	sl.frags, sl.fragID = 3, 7
+	sl.frag = s.newFrag()
+	sl.frag.count, sl.frag.fragID = 3, 7
+	f := sl.frag
 	s.ackPiece(id, 7, 0)
 	s.ackPiece(id, 7, 0) // duplicate ack of a piece counts once
 	s.ackPiece(id, 6, 1) // ack from an earlier attempt is ignored
 	s.lostPiece(id, 7, 2)
-	if !bitSet(&sl.due, 2) || bitSet(&sl.due, 0) {
+	if !bitSet(&f.due, 2) || bitSet(&f.due, 0) {
 		t.Fatal("lost piece 2 not due, or acked piece 0 due")
 	}
 	s.ackPiece(id, 7, 1)
