@@ -80,6 +80,12 @@ type Endpoint struct {
 	dial   dialState
 	err    error // why the client has, and can get, no session
 
+	// Wait and Wake: the socket's own when it is a socket.Waiter, else a
+	// timer and a channel.
+	waiter    socket.Waiter
+	woken     chan struct{}
+	waitTimer *time.Timer
+
 	rbuf    [8]byte
 	stats   EndpointStats
 	board   *statsBoard
@@ -146,7 +152,9 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 		conn:   conn,
 		h:      h,
 		byAddr: make(map[netip.AddrPort]*Peer),
+		woken:  make(chan struct{}, 1),
 	}
+	e.waiter, _ = conn.(socket.Waiter)
 	// One slab each for receive and send buffers. A receive buffer is one
 	// byte longer than any valid datagram, to recognise oversize ones.
 	const n = socket.IdealBatchSize
@@ -223,6 +231,69 @@ func (e *Endpoint) Poll(now time.Duration) error {
 	}
 	e.writeOut()
 	return e.fatal
+}
+
+// Wait blocks the endpoint's goroutine until a datagram may be waiting
+// for Poll, Wake is called, or d passes, whichever is first; then the
+// caller Polls (and Flushes if a tick is due). It lets a loop answer a
+// datagram within microseconds instead of at its next fixed tick, and
+// cost nothing while idle:
+//
+//	for {
+//		ep.Poll(now())
+//		ep.Flush(now())
+//		ep.Wait(time.Millisecond) // the tick period: retransmissions and keep-alives
+//	}
+//
+// A wake-up with nothing to read is allowed. When the socket is a
+// socket.Waiter (the UDP socket: one ppoll(2) on Linux) Wait sleeps on it;
+// otherwise it sleeps for d or until Wake, not waking for datagrams. It
+// returns an error wrapping ErrClosed once the endpoint or its socket is
+// closed. It allocates nothing after its first call.
+func (e *Endpoint) Wait(d time.Duration) error {
+	if e.closed {
+		return ErrClosed
+	}
+	if e.fatal != nil {
+		return e.fatal
+	}
+	if e.waiter != nil {
+		if err := e.waiter.Wait(d); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				e.fatal = fmt.Errorf("%w: socket: %w", ErrClosed, err)
+				return e.fatal
+			}
+			return fmt.Errorf("transport: wait: %w", err)
+		}
+		return nil
+	}
+	if e.waitTimer == nil {
+		e.waitTimer = time.NewTimer(d)
+	} else {
+		e.waitTimer.Reset(d)
+	}
+	select {
+	case <-e.woken:
+		e.waitTimer.Stop()
+	case <-e.waitTimer.C:
+	}
+	return nil
+}
+
+// Wake ends a Wait in progress, or makes the next one return at once. It
+// is the one Endpoint method that is safe from any goroutine: another
+// goroutine calls it after handing the endpoint's goroutine work (a
+// message to send) so that it does not sleep until its next tick. It
+// never blocks.
+func (e *Endpoint) Wake() {
+	if e.waiter != nil {
+		e.waiter.Wake()
+		return
+	}
+	select {
+	case e.woken <- struct{}{}:
+	default:
+	}
 }
 
 // Flush runs one tick at now: a client's handshake re-sends and time-outs;

@@ -13,6 +13,7 @@ package socket
 import (
 	"errors"
 	"net/netip"
+	"time"
 )
 
 // IdealBatchSize is the number of messages a caller should offer per
@@ -82,4 +83,23 @@ type Conn interface {
 
 	// Close releases the socket and unblocks pending reads.
 	Close() error
+}
+
+// Waiter is implemented by a Conn that can put its reading goroutine to
+// sleep until there is something to read, instead of that goroutine
+// polling on a fixed period. It lets a tick loop react to a datagram
+// within microseconds while idle loops cost nothing.
+type Waiter interface {
+	// Wait blocks until a datagram may be ready to read, Wake is called,
+	// or timeout passes, whichever is first, and then returns nil; a
+	// caller cannot tell which happened and simply reads (a wake-up with
+	// nothing to read is allowed). A Wake that came while no Wait was
+	// blocked makes the next Wait return at once. Wait belongs to the read
+	// role: it must not run concurrently with ReadBatch or TryReadBatch.
+	// After Close it returns an error wrapping net.ErrClosed, and Close
+	// ends a blocked Wait at once.
+	Wait(timeout time.Duration) error
+	// Wake ends a blocked Wait, or the next one. It is safe from any
+	// goroutine and never blocks.
+	Wake()
 }

@@ -638,6 +638,10 @@ func (c *batchConn) Close() error {
 
 func (c *batchConn) maxDatagramSize() int { return c.limit }
 
+func (c *batchConn) rawConn() syscall.RawConn { return c.rc }
+
+func (c *batchConn) buffered() bool { return c.gro && c.r.pendI < c.r.pendN }
+
 func (c *batchConn) features() Features {
 	return Features{BatchRecv: true, BatchSend: true, GSO: c.gso.Load(), GRO: c.gro}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
+	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
 )
@@ -19,6 +21,7 @@ import (
 // goroutine. The socket starts no goroutines of its own.
 type Conn struct {
 	impl impl
+	w    *waiter
 }
 
 // impl is what each implementation provides.
@@ -27,9 +30,18 @@ type impl interface {
 	stats(*Stats)
 	features() Features
 	maxDatagramSize() int
+	// rawConn is the socket Wait polls.
+	rawConn() syscall.RawConn
+	// buffered reports datagrams already received but not yet handed
+	// out (the GRO path's coalesced buffers), which Wait must not sleep
+	// through.
+	buffered() bool
 }
 
-var _ socket.Conn = (*Conn)(nil)
+var (
+	_ socket.Conn   = (*Conn)(nil)
+	_ socket.Waiter = (*Conn)(nil)
+)
 
 // Open binds a UDP socket to laddr (port 0 picks a free port) with the
 // best path this platform offers: on Linux the batched socket, probing GSO
@@ -44,7 +56,7 @@ func Open(laddr netip.AddrPort, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{impl: im}, nil
+	return newConn(im)
 }
 
 // OpenPlain binds a UDP socket to laddr that issues one system call per
@@ -59,7 +71,16 @@ func OpenPlain(laddr netip.AddrPort, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{impl: im}, nil
+	return newConn(im)
+}
+
+func newConn(im impl) (*Conn, error) {
+	w, err := newWaiter()
+	if err != nil {
+		im.Close()
+		return nil, err
+	}
+	return &Conn{impl: im, w: w}, nil
 }
 
 // ReadBatch blocks until at least one datagram is available, then fills
@@ -91,9 +112,35 @@ func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) { return c.impl.Wr
 // LocalAddr returns the address the socket is bound to.
 func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
 
-// Close closes the socket. Blocked and later reads and writes return an
-// error wrapping net.ErrClosed. Calls after the first return nil.
-func (c *Conn) Close() error { return c.impl.Close() }
+// Wait implements socket.Waiter: it blocks until a datagram may be ready
+// (or one received earlier is still held), Wake is called, or timeout
+// passes. On Linux it is one ppoll(2) on the socket and an eventfd, in the
+// calling goroutine's thread (the Go scheduler hands the goroutine's P on
+// while it blocks); a ready socket or a pending Wake returns at once.
+// Elsewhere it sleeps for timeout or until Wake, not waking for datagrams.
+// It is part of the read role: not concurrently with ReadBatch or
+// TryReadBatch. After Close it returns an error wrapping net.ErrClosed.
+func (c *Conn) Wait(timeout time.Duration) error {
+	if c.impl.buffered() {
+		return nil
+	}
+	if err := c.w.wait(c.impl.rawConn(), timeout); err != nil {
+		return &net.OpError{Op: "wait", Net: "udp", Source: net.UDPAddrFromAddrPort(c.impl.LocalAddr()), Err: err}
+	}
+	return nil
+}
+
+// Wake implements socket.Waiter: it ends a blocked Wait, or makes the
+// next one return at once. Safe from any goroutine; one system call.
+func (c *Conn) Wake() { c.w.wake() }
+
+// Close closes the socket. Blocked and later reads, writes and Waits
+// return an error wrapping net.ErrClosed. Calls after the first return
+// nil.
+func (c *Conn) Close() error {
+	c.w.close()
+	return c.impl.Close()
+}
 
 // MaxDatagramSize returns the largest payload WriteBatch accepts
 // (Config.MaxDatagramSize). The conformance suite in package sockettest

@@ -44,6 +44,10 @@ func openPlain(laddr netip.AddrPort, cfg Config) (impl, error) {
 	return c, nil
 }
 
+func (c *plainConn) rawConn() syscall.RawConn { return c.rc }
+
+func (c *plainConn) buffered() bool { return false }
+
 func (c *plainConn) errClosed(op string) error {
 	return &net.OpError{Op: op, Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
 }

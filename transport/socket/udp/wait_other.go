@@ -1,0 +1,52 @@
+//go:build !linux
+
+package udp
+
+import (
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// waiter is the portable Wait/Wake: it sleeps for the timeout or until
+// Wake. It does not wake for an arriving datagram (the standard library
+// has no readiness wait without a read), so on these platforms a loop
+// using Wait reacts at its timeout, as a fixed-period loop would.
+type waiter struct {
+	woken  chan struct{}
+	mu     sync.Mutex
+	closed bool
+}
+
+func newWaiter() (*waiter, error) { return &waiter{woken: make(chan struct{}, 1)}, nil }
+
+func (w *waiter) wait(_ syscall.RawConn, timeout time.Duration) error {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return net.ErrClosed
+	}
+	t := time.NewTimer(max(timeout, 0))
+	defer t.Stop()
+	select {
+	case <-w.woken:
+	case <-t.C:
+	}
+	return nil
+}
+
+func (w *waiter) wake() {
+	select {
+	case w.woken <- struct{}{}:
+	default:
+	}
+}
+
+func (w *waiter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.wake()
+}
