@@ -249,7 +249,9 @@ func (e *Endpoint) Poll(now time.Duration) error {
 // socket.Waiter (the UDP socket: one ppoll(2) on Linux) Wait sleeps on it;
 // otherwise it sleeps for d or until Wake, not waking for datagrams. It
 // returns an error wrapping ErrClosed once the endpoint or its socket is
-// closed. It allocates nothing after its first call.
+// closed. On the UDP socket a Wait that times out allocates two small
+// objects (see udp.Conn.Wait); otherwise it allocates nothing after its
+// first call.
 func (e *Endpoint) Wait(d time.Duration) error {
 	if e.closed {
 		return ErrClosed

@@ -640,6 +640,8 @@ func (c *batchConn) maxDatagramSize() int { return c.limit }
 
 func (c *batchConn) rawConn() syscall.RawConn { return c.rc }
 
+func (c *batchConn) udpConn() *net.UDPConn { return c.uc }
+
 func (c *batchConn) buffered() bool { return c.gro && c.r.pendI < c.r.pendN }
 
 func (c *batchConn) features() Features {

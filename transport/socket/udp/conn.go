@@ -1,9 +1,11 @@
 package udp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 
@@ -30,8 +32,9 @@ type impl interface {
 	stats(*Stats)
 	features() Features
 	maxDatagramSize() int
-	// rawConn is the socket Wait polls.
+	// rawConn and udpConn are the socket Wait parks on.
 	rawConn() syscall.RawConn
+	udpConn() *net.UDPConn
 	// buffered reports datagrams already received but not yet handed
 	// out (the GRO path's coalesced buffers), which Wait must not sleep
 	// through.
@@ -75,7 +78,7 @@ func OpenPlain(laddr netip.AddrPort, cfg Config) (*Conn, error) {
 }
 
 func newConn(im impl) (*Conn, error) {
-	w, err := newWaiter()
+	w, err := newWaiter(im.udpConn())
 	if err != nil {
 		im.Close()
 		return nil, err
@@ -90,14 +93,35 @@ func newConn(im impl) (*Conn, error) {
 // Config.BatchSize datagrams per call; otherwise up to len(msgs). A blocked
 // ReadBatch parks in the Go netpoller, costing no thread and no CPU, until
 // data arrives or Close makes it return an error wrapping net.ErrClosed.
-func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) { return c.impl.ReadBatch(msgs) }
+func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
+	n, err := c.impl.ReadBatch(msgs)
+	if err != nil && c.clearStaleDeadline(err) {
+		return c.impl.ReadBatch(msgs)
+	}
+	return n, err
+}
 
 // TryReadBatch is ReadBatch without waiting: it returns (0, nil) when no
 // datagram is ready. The batched socket issues at most one recvmmsg per
 // call (none when a coalesced receive still holds datagrams); the plain
 // socket one recvmsg per datagram plus the one that finds the queue empty.
 func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
-	return c.impl.TryReadBatch(msgs)
+	n, err := c.impl.TryReadBatch(msgs)
+	if err != nil && c.clearStaleDeadline(err) {
+		return c.impl.TryReadBatch(msgs)
+	}
+	return n, err
+}
+
+// clearStaleDeadline reports whether err is a read deadline — which only
+// a Wake racing the end of a Wait can leave behind, since the Conn
+// exposes no deadlines — and if so clears it for the read to be retried.
+func (c *Conn) clearStaleDeadline(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	c.impl.udpConn().SetReadDeadline(time.Time{})
+	return true
 }
 
 // WriteBatch sends each msgs[i].Buf[:N] to msgs[i].Addr, in order, and
@@ -114,9 +138,13 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
 
 // Wait implements socket.Waiter: it blocks until a datagram may be ready
 // (or one received earlier is still held), Wake is called, or timeout
-// passes. On Linux it is one ppoll(2) on the socket and an eventfd, in the
-// calling goroutine's thread (the Go scheduler hands the goroutine's P on
-// while it blocks); a ready socket or a pending Wake returns at once.
+// passes. On Linux the goroutine parks in the Go netpoller like a blocking
+// read, with timeout as the socket's read deadline, and nothing is read (a
+// MSG_PEEK checks for a queued datagram); a ready socket or a pending Wake
+// returns at once. A Wait ended by a datagram or a Wake allocates nothing;
+// one ended by its timeout or by Wake while parked allocates the two
+// objects of the error the standard library's RawConn returns for a
+// deadline.
 // Elsewhere it sleeps for timeout or until Wake, not waking for datagrams.
 // It is part of the read role: not concurrently with ReadBatch or
 // TryReadBatch. After Close it returns an error wrapping net.ErrClosed.
@@ -130,8 +158,9 @@ func (c *Conn) Wait(timeout time.Duration) error {
 	return nil
 }
 
-// Wake implements socket.Waiter: it ends a blocked Wait, or makes the
-// next one return at once. Safe from any goroutine; one system call.
+// Wake implements socket.Waiter: it ends a blocked Wait (by moving the
+// read deadline into the past), or makes the next one return at once.
+// Safe from any goroutine; no system call.
 func (c *Conn) Wake() { c.w.wake() }
 
 // Close closes the socket. Blocked and later reads, writes and Waits

@@ -46,6 +46,8 @@ func openPlain(laddr netip.AddrPort, cfg Config) (impl, error) {
 
 func (c *plainConn) rawConn() syscall.RawConn { return c.rc }
 
+func (c *plainConn) udpConn() *net.UDPConn { return c.uc }
+
 func (c *plainConn) buffered() bool { return false }
 
 func (c *plainConn) errClosed(op string) error {

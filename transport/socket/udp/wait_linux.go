@@ -1,98 +1,86 @@
 package udp
 
 import (
-	"encoding/binary"
-	"errors"
 	"net"
 	"os"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// waiter is the Linux Wait/Wake: ppoll(2) on the socket and an eventfd
-// that Wake writes to. The poll runs inside RawConn.Control, so the socket
-// cannot be closed under it; Close wakes it first.
-type waiter struct {
-	mu     sync.RWMutex // held shared by Wait and Wake, exclusively by close
-	efd    int
-	closed bool
-	one    [8]byte // the eventfd increment Wake writes
+// aLongTimeAgo is a read deadline in the past: setting it ends a parked
+// read at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
-	// Owned by the waiting goroutine: the poll's arguments and result,
-	// and the callback bound once so that Wait allocates nothing.
-	drain  [8]byte // where Wait reads the eventfd counter back to 0
-	ts     unix.Timespec
-	perr   error
-	pollFn func(fd uintptr)
+// waiter is the Linux Wait/Wake. Wait parks the goroutine in the Go
+// netpoller, like a blocking read, until the socket is readable, with the
+// timeout as a read deadline; Wake ends it by moving the deadline into the
+// past. No thread blocks and nothing is read: a MSG_PEEK tells whether a
+// datagram is queued.
+type waiter struct {
+	uc     *net.UDPConn
+	woken  atomic.Bool // a Wake not yet consumed by a Wait
+	parked atomic.Bool // a Wait is (about to be) parked on the deadline
+	closed atomic.Bool
+
+	// Owned by the waiting goroutine; the callback is bound once so that
+	// Wait allocates nothing.
+	peek   [1]byte
+	waitFn func(fd uintptr) bool
 }
 
-func newWaiter() (*waiter, error) {
-	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return nil, os.NewSyscallError("eventfd", err)
-	}
-	w := &waiter{efd: efd}
-	binary.NativeEndian.PutUint64(w.one[:], 1)
-	w.pollFn = w.poll
+func newWaiter(uc *net.UDPConn) (*waiter, error) {
+	w := &waiter{uc: uc}
+	w.waitFn = w.ready
 	return w, nil
 }
 
-// wait blocks in ppoll on rc's socket and the eventfd for up to timeout.
+// ready is the RawConn.Read callback: true (stop waiting) when a datagram
+// is queued, false (park until readable) when not.
+func (w *waiter) ready(fd uintptr) bool {
+	_, _, err := unix.Recvfrom(int(fd), w.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err != unix.EAGAIN && err != unix.EINTR
+}
+
 func (w *waiter) wait(rc syscall.RawConn, timeout time.Duration) error {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
+	if w.closed.Load() {
 		return net.ErrClosed
 	}
-	if timeout < 0 {
-		timeout = 0
+	if w.woken.Swap(false) {
+		return nil
 	}
-	w.ts = unix.NsecToTimespec(int64(timeout))
-	err := rc.Control(w.pollFn)
-	if err != nil {
+	// Order matters: the deadline first, then parked, then a last look
+	// at woken. A Wake that stored woken after that look sees parked and
+	// moves the deadline after ours, so it cannot be lost.
+	if err := w.uc.SetReadDeadline(time.Now().Add(max(timeout, 0))); err != nil {
 		return err
 	}
-	if w.perr != nil {
-		return os.NewSyscallError("ppoll", w.perr)
+	w.parked.Store(true)
+	var err error
+	if !w.woken.Swap(false) {
+		err = rc.Read(w.waitFn)
+	}
+	w.parked.Store(false)
+	w.uc.SetReadDeadline(time.Time{})
+	if err != nil && !os.IsTimeout(err) {
+		return err
 	}
 	return nil
 }
 
-// poll is the RawConn.Control callback: one ppoll of the socket and the
-// eventfd, then the eventfd reset if it fired.
-func (w *waiter) poll(fd uintptr) {
-	fds := [2]unix.PollFd{
-		{Fd: int32(fd), Events: unix.POLLIN},
-		{Fd: int32(w.efd), Events: unix.POLLIN},
-	}
-	_, w.perr = unix.Ppoll(fds[:], &w.ts, nil)
-	if errors.Is(w.perr, unix.EINTR) {
-		w.perr = nil // a signal: an early return, which Wait allows
-	}
-	if fds[1].Revents&unix.POLLIN != 0 {
-		unix.Read(w.efd, w.drain[:]) // back to 0; EAGAIN if raced, harmless
-	}
-}
-
-// wake makes the current or next wait return.
 func (w *waiter) wake() {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if !w.closed {
-		unix.Write(w.efd, w.one[:]) // EAGAIN only at a counter of 2^64-2: still awake
+	w.woken.Store(true)
+	if w.parked.Load() {
+		// A Wait that just returned may have cleared its deadline
+		// already, leaving this one in place: reads clear a stale
+		// deadline and retry (Conn.clearStaleDeadline).
+		w.uc.SetReadDeadline(aLongTimeAgo)
 	}
 }
 
-// close wakes any wait and releases the eventfd once no wait holds it.
 func (w *waiter) close() {
+	w.closed.Store(true)
 	w.wake()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.closed = true
-		unix.Close(w.efd)
-	}
 }

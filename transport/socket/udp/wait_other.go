@@ -19,7 +19,7 @@ type waiter struct {
 	closed bool
 }
 
-func newWaiter() (*waiter, error) { return &waiter{woken: make(chan struct{}, 1)}, nil }
+func newWaiter(*net.UDPConn) (*waiter, error) { return &waiter{woken: make(chan struct{}, 1)}, nil }
 
 func (w *waiter) wait(_ syscall.RawConn, timeout time.Duration) error {
 	w.mu.Lock()

@@ -152,8 +152,9 @@ func TestWaitGROHeld(t *testing.T) {
 	}
 }
 
-// TestWaitNoAllocs: a Wait (here one that times out at once) and a Wake
-// allocate nothing, so an event-driven tick loop stays allocation-free.
+// TestWaitNoAllocs: a Wake followed by a Wait allocates nothing (the Wait
+// returns without parking). A Wait that parks and times out allocates the
+// standard library's deadline error (documented on Conn.Wait).
 func TestWaitNoAllocs(t *testing.T) {
 	c := open(t, lo4, udp.Config{})
 	if n := testing.AllocsPerRun(100, func() {
