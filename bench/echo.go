@@ -180,7 +180,9 @@ func (s Scenario) Validate() error {
 // loses messages yields a Result that Failed. Cancelling ctx stops sending
 // early (the row then Failed unless every sent message came back).
 //
-// Echo runs through a Relay. Pps and bulk connect the two ends directly,
+// Echo runs the transport's server half and client half (the code Serve
+// and RunClient run in separate processes) with a Relay between them. Pps
+// and bulk connect the two ends directly,
 // without one, at 0 % loss: the relay reads and writes one datagram per
 // system call on each direction's goroutine, so it cannot forward faster
 // than the raw floor and would measure itself, not the transports.
@@ -271,8 +273,8 @@ func echoRow(ctx context.Context, s Scenario, res Result,
 }
 
 // echoRecorder generates the echo profile's messages and checks and times
-// their echoes. onEcho runs on one goroutine of the pair's; the histogram
-// is read only after the pair is closed.
+// their echoes. onEcho runs on one goroutine of the client half's; the
+// histogram is read only after the client is closed.
 type echoRecorder struct {
 	start     time.Time
 	size      int
@@ -304,7 +306,7 @@ func fill(b []byte, seq uint64, at time.Duration) {
 }
 
 // send sends count messages at rate on an absolute schedule, and returns
-// how many it sent (fewer if ctx ends or the pair refuses one).
+// how many it sent (fewer if ctx ends or the client refuses one).
 func (e *echoRecorder) send(ctx context.Context, p clientHalf, count int, rate float64) int {
 	period := time.Duration(float64(time.Second) / rate)
 	t0 := time.Since(e.start)
