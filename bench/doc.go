@@ -10,10 +10,14 @@
 // jitter and duplication. Delayed datagrams wait in a heap and are released
 // by one goroutine per direction.
 //
-// [Transport] opens a client/server pair of one implementation ("tickwire",
-// "kcp", "kcp-default") whose traffic goes through a Relay. A profile
-// drives the pair and measures it into a [Result], which [WriteTable] and
-// [WriteJSON] report:
+// [Transport] is one implementation ("tickwire", "kcp", "kcp-default") as
+// two halves: a server that echoes every reliable message back, and a
+// client that sends them and receives the echoes. [Run] puts both halves in
+// one process with a Relay between them; [Serve] and [RunClient] run one
+// half each, so the same traffic can cross real processes and machines
+// (`tickwire server`, `tickwire client`, with `tickwire relay` between if
+// wanted). A profile drives the halves and measures them into a [Result],
+// which [WriteTable] and [WriteJSON] report:
 //
 //   - [ProfileEcho]: reliable messages at a fixed rate, echoed back,
 //     through the Relay; round-trip latency.
@@ -48,6 +52,7 @@
 // down from one row to the next. Wire bytes are the UDP payload bytes both
 // ends handed to the relay (IP and UDP headers not included).
 //
-// Every socket is bound to 127.0.0.1, and every run is bounded in time and
-// message count.
+// In Run every socket is bound to 127.0.0.1, and every run is bounded in
+// time and message count. Across processes (RunClient) the figures are the
+// client process's; see RunClient for what each field then means.
 package bench

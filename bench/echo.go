@@ -180,7 +180,9 @@ func (s Scenario) Validate() error {
 // loses messages yields a Result that Failed. Cancelling ctx stops sending
 // early (the row then Failed unless every sent message came back).
 //
-// Echo runs through a Relay. Pps and bulk connect the two ends directly,
+// Echo runs the transport's server half and client half (the code Serve
+// and RunClient run in separate processes) with a Relay between them. Pps
+// and bulk connect the two ends directly,
 // without one, at 0 % loss: the relay reads and writes one datagram per
 // system call on each direction's goroutine, so it cannot forward faster
 // than the raw floor and would measure itself, not the transports.
@@ -197,7 +199,45 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 	}
 	t, _ := NewTransport(s.Transport)
 	res := Result{Transport: t.Name(), Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT}
+	var (
+		srv   serverHalf
+		relay *Relay
+	)
+	link := s.Link.config()
+	open := func(onEcho func([]byte)) (clientHalf, error) {
+		var err error
+		if srv, err = t.listen(listenConfig{addr: netip.MustParseAddrPort("127.0.0.1:0"), mtu: s.MTU}); err != nil {
+			return nil, err
+		}
+		relay, err = NewRelay(RelayConfig{Target: srv.addr(), Up: link, Down: link, Seed: s.Link.Seed})
+		if err != nil {
+			srv.close()
+			return nil, err
+		}
+		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, onEcho: onEcho, connectTimeout: DefaultConnectTimeout})
+		if err != nil {
+			srv.close()
+			relay.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	closeRest := func(clientHalf) int64 {
+		srv.close()
+		relay.Close()
+		return int64(relay.Stats().WireBytes())
+	}
+	return echoRow(ctx, s, res, open, closeRest)
+}
 
+// echoRow runs the echo profile of s (defaults applied) and measures it
+// into res. open starts what the row needs and returns the connected
+// client half, whose echoes must go to onEcho; once the client is closed,
+// closeRest closes whatever else open started and returns the row's wire
+// bytes. Both run inside the measured window: CPU, allocations and wall
+// time include setting up and tearing down, as the Result documents.
+func echoRow(ctx context.Context, s Scenario, res Result,
+	open func(onEcho func([]byte)) (clientHalf, error), closeRest func(clientHalf) int64) (Result, error) {
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -205,43 +245,24 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 	wall0 := time.Now()
 
 	e := newEchoRecorder(s.Count, s.Size)
-	var relay *Relay
-	link := s.Link.config()
-	pair, err := t.Open(PairConfig{
-		MTU:            s.MTU,
-		ConnectTimeout: DefaultConnectTimeout,
-		OnEcho:         e.onEcho,
-		Via: func(server netip.AddrPort) (netip.AddrPort, error) {
-			var err error
-			relay, err = NewRelay(RelayConfig{Target: server, Up: link, Down: link, Seed: s.Link.Seed})
-			if err != nil {
-				return netip.AddrPort{}, err
-			}
-			return relay.Addr(), nil
-		},
-	})
+	c, err := open(e.onEcho)
 	if err != nil {
-		if relay != nil {
-			relay.Close()
-		}
-		return res, fmt.Errorf("bench: %s: %w", t.Name(), err)
+		return res, err
 	}
-
-	sent := e.send(ctx, pair, s.Count, s.Rate)
+	sent := e.send(ctx, c, s.Count, s.Rate)
 	e.wait(ctx, sent, s.Drain)
-	pair.Close()
-	relay.Close()
+	c.Close()
+	wire := closeRest(c)
 
 	wall := time.Since(wall0)
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
 
-	st := relay.Stats()
 	res.Sent = int64(sent)
 	res.Delivered = e.delivered.Load()
 	res.LatencyMS = e.latency()
 	res.PayloadBytes = int64(s.Size) * (int64(sent) + res.Delivered)
-	res.WireBytes = int64(st.WireBytes())
+	res.WireBytes = wire
 	res.CPUSeconds = cpu.Seconds()
 	res.WallSeconds = wall.Seconds()
 	if sent > 0 {
@@ -252,8 +273,8 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 }
 
 // echoRecorder generates the echo profile's messages and checks and times
-// their echoes. onEcho runs on one goroutine of the pair's; the histogram
-// is read only after the pair is closed.
+// their echoes. onEcho runs on one goroutine of the client half's; the
+// histogram is read only after the client is closed.
 type echoRecorder struct {
 	start     time.Time
 	size      int
@@ -285,8 +306,8 @@ func fill(b []byte, seq uint64, at time.Duration) {
 }
 
 // send sends count messages at rate on an absolute schedule, and returns
-// how many it sent (fewer if ctx ends or the pair refuses one).
-func (e *echoRecorder) send(ctx context.Context, p Pair, count int, rate float64) int {
+// how many it sent (fewer if ctx ends or the client refuses one).
+func (e *echoRecorder) send(ctx context.Context, p clientHalf, count int, rate float64) int {
 	period := time.Duration(float64(time.Second) / rate)
 	t0 := time.Since(e.start)
 	timer := time.NewTimer(time.Hour) // one timer: the profile allocates nothing per message

@@ -1,9 +1,14 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	kcp "github.com/xtaci/kcp-go/v5"
 )
@@ -11,7 +16,20 @@ import (
 // KCPWindow is the send and receive window (packets) of both kcp modes.
 const KCPWindow = 128
 
-// kcpTransport opens kcp-go pairs in one NoDelay mode.
+// kcpIdleTimeout is how long a kcp server session may echo nothing before
+// the server closes it: kcp has no close handshake, so a client that went
+// away is only noticed by its silence. A session is closed at the first
+// sweep (every kcpIdleTimeout) that finds it echoed nothing since the
+// previous one: after 1 to 2 × kcpIdleTimeout of silence.
+const kcpIdleTimeout = 30 * time.Second
+
+// kcpProbe is the message a client half sends to a server in another
+// process (dialConfig.remote) before any other, and waits to see echoed:
+// kcp has no handshake, so this is how the client learns the server is
+// there. Its length is below MinSize, so it is no echo profile message.
+var kcpProbe = []byte("tickwire probe")
+
+// kcpTransport runs kcp-go in one NoDelay mode.
 type kcpTransport struct {
 	name    string
 	nodelay [4]int // nodelay, interval ms, resend, nc
@@ -29,119 +47,248 @@ func (t kcpTransport) configure(s *kcp.UDPSession, mtu int) error {
 	return nil
 }
 
-// kcpPair is a kcp-go listener with an echoing session and a client
-// session with a reading goroutine.
-type kcpPair struct {
+// kcpServer is the server half: a kcp-go listener, one echoing goroutine
+// per accepted session (any number of them), and a sweeper that closes
+// idle sessions.
+type kcpServer struct {
+	t      kcpTransport
+	mtu    int
 	l      *kcp.Listener
-	client *kcp.UDPSession
 	wg     sync.WaitGroup
+	stop   chan struct{}
+	echoed atomic.Uint64
 
 	mu       sync.Mutex
 	closed   bool
-	sessions []*kcp.UDPSession // accepted, closed by Close
+	accepted uint64
+	sessions map[*kcp.UDPSession]*atomic.Uint64 // live, with their echo counts
 }
 
-// Open implements Transport.
-func (t kcpTransport) Open(cfg PairConfig) (Pair, error) {
-	l, err := kcp.ListenWithOptions("127.0.0.1:0", nil, 0, 0)
+// listen implements Transport.
+func (t kcpTransport) listen(cfg listenConfig) (serverHalf, error) {
+	l, err := kcp.ListenWithOptions(cfg.addr.String(), nil, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("bench: kcp listen: %w", err)
 	}
-	p := &kcpPair{l: l}
-	server := l.Addr().(*net.UDPAddr).AddrPort()
-	via, err := cfg.Via(server)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	p.wg.Add(1)
-	go p.accept(t, cfg.MTU)
-
-	c, err := kcp.DialWithOptions(via.String(), nil, 0, 0)
-	if err != nil {
-		p.Close()
-		return nil, fmt.Errorf("bench: kcp dial: %w", err)
-	}
-	if err := t.configure(c, cfg.MTU); err != nil {
-		c.Close()
-		p.Close()
-		return nil, err
-	}
-	p.client = c
-	p.wg.Add(1)
-	go p.read(cfg.OnEcho)
-	return p, nil
+	s := &kcpServer{t: t, mtu: cfg.mtu, l: l, stop: make(chan struct{}), sessions: map[*kcp.UDPSession]*atomic.Uint64{}}
+	s.wg.Add(2)
+	go s.accept()
+	go s.sweep()
+	return s, nil
 }
 
 // accept echoes every accepted session until the listener closes.
-func (p *kcpPair) accept(t kcpTransport, mtu int) {
-	defer p.wg.Done()
+func (s *kcpServer) accept() {
+	defer s.wg.Done()
 	for {
-		s, err := p.l.AcceptKCP()
+		sess, err := s.l.AcceptKCP()
 		if err != nil {
 			return
 		}
-		_ = t.configure(s, mtu) // the client's MTU was accepted already
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
+		_ = s.t.configure(sess, s.mtu) // the client's MTU was accepted already
+		n := new(atomic.Uint64)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			sess.Close()
+			return
+		}
+		s.sessions[sess] = n
+		s.accepted++
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.echo(sess, n)
+	}
+}
+
+// echo writes every message sess reads back to it, counting them in n,
+// until sess is closed.
+func (s *kcpServer) echo(sess *kcp.UDPSession, n *atomic.Uint64) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+		sess.Close()
+	}()
+	buf := make([]byte, maxDatagram)
+	for {
+		k, err := sess.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := sess.Write(buf[:k]); err != nil {
+			return
+		}
+		n.Add(1)
+		s.echoed.Add(1)
+	}
+}
+
+// sweep closes, every kcpIdleTimeout, the sessions that echoed nothing
+// since the previous sweep, until stop.
+func (s *kcpServer) sweep() {
+	defer s.wg.Done()
+	t := time.NewTicker(kcpIdleTimeout)
+	defer t.Stop()
+	last := map[*kcp.UDPSession]uint64{}
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		var idle []*kcp.UDPSession
+		s.mu.Lock()
+		for sess, n := range s.sessions {
+			k := n.Load()
+			if prev, ok := last[sess]; ok && prev == k {
+				idle = append(idle, sess)
+			}
+			last[sess] = k
+		}
+		for sess := range last {
+			if _, ok := s.sessions[sess]; !ok {
+				delete(last, sess)
+			}
+		}
+		s.mu.Unlock()
+		for _, sess := range idle {
+			sess.Close() // its echo goroutine removes it
+		}
+	}
+}
+
+func (s *kcpServer) addr() netip.AddrPort { return s.l.Addr().(*net.UDPAddr).AddrPort() }
+
+func (s *kcpServer) stats() ServerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ServerStats{Sessions: s.accepted, Echoed: s.echoed.Load()}
+}
+
+func (s *kcpServer) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.l.Close()
+	for sess := range s.sessions {
+		sess.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// kcpClient is the client half: a kcp-go session and a reading goroutine.
+type kcpClient struct {
+	s      *kcp.UDPSession
+	wg     sync.WaitGroup
+	bytes0 uint64 // kcp.DefaultSnmp InBytes+OutBytes at dial
+}
+
+// snmpBytes returns kcp-go's process-wide UDP payload byte counters, in
+// and out.
+func snmpBytes() uint64 {
+	s := kcp.DefaultSnmp.Copy()
+	return s.InBytes + s.OutBytes
+}
+
+// dial implements Transport. With cfg.remote it sends kcpProbe and returns
+// once its echo is back (bounded by cfg.connectTimeout); otherwise it
+// returns at once, as kcp has no handshake.
+func (t kcpTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, error) {
+	c := &kcpClient{bytes0: snmpBytes()}
+	s, err := kcp.DialWithOptions(cfg.server.String(), nil, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bench: kcp dial: %w", err)
+	}
+	if err := t.configure(s, cfg.mtu); err != nil {
+		s.Close()
+		return nil, err
+	}
+	c.s = s
+	var probed chan []byte
+	if cfg.remote {
+		probed = make(chan []byte, 1)
+		if _, err := s.Write(kcpProbe); err != nil {
 			s.Close()
-			return
+			return nil, fmt.Errorf("bench: kcp probe: %w", err)
 		}
-		p.sessions = append(p.sessions, s)
-		p.wg.Add(1)
-		p.mu.Unlock()
-		go p.echo(s)
+	}
+	c.wg.Add(1)
+	go c.read(cfg.onEcho, probed)
+	if probed == nil {
+		return c, nil
+	}
+	timer := time.NewTimer(cfg.connectTimeout)
+	defer timer.Stop()
+	select {
+	case p, ok := <-probed:
+		if ok && bytes.Equal(p, kcpProbe) {
+			return c, nil
+		}
+		c.Close()
+		if !ok {
+			return nil, fmt.Errorf("bench: kcp: %v closed before answering", cfg.server)
+		}
+		return nil, fmt.Errorf("bench: kcp: %v answered %q to the probe, not its echo", cfg.server, p)
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("bench: kcp: connecting to %v: %w", cfg.server, ctx.Err())
+	case <-timer.C:
+		c.Close()
+		return nil, fmt.Errorf("%w: kcp: no echo of the probe from %v after %v", ErrConnectTimeout, cfg.server, cfg.connectTimeout)
 	}
 }
 
-// echo writes every message s reads back to it.
-func (p *kcpPair) echo(s *kcp.UDPSession) {
-	defer p.wg.Done()
-	buf := make([]byte, maxDatagram)
-	for {
-		n, err := s.Read(buf)
-		if err != nil {
-			return
-		}
-		if _, err := s.Write(buf[:n]); err != nil {
-			return
-		}
+// read hands every message the client reads to onEcho; if probed is not
+// nil, the first message (the probe's echo) goes to it instead, a copy.
+func (c *kcpClient) read(onEcho func([]byte), probed chan<- []byte) {
+	defer c.wg.Done()
+	if probed != nil {
+		defer func() {
+			if probed != nil {
+				close(probed)
+			}
+		}()
 	}
-}
-
-// read hands every message the client reads to onEcho.
-func (p *kcpPair) read(onEcho func([]byte)) {
-	defer p.wg.Done()
 	buf := make([]byte, maxDatagram)
 	for {
-		n, err := p.client.Read(buf)
+		n, err := c.s.Read(buf)
 		if err != nil {
 			return
+		}
+		if probed != nil {
+			probed <- bytes.Clone(buf[:n])
+			probed = nil
+			continue
 		}
 		onEcho(buf[:n])
 	}
 }
 
-// Send implements Pair. kcp's session is in message mode: one Write is
-// one message.
-func (p *kcpPair) Send(b []byte) error {
-	_, err := p.client.Write(b)
+// Send implements clientHalf. kcp's session is in message mode: one Write
+// is one message.
+func (c *kcpClient) Send(b []byte) error {
+	_, err := c.s.Write(b)
 	return err
 }
 
-// Close implements Pair.
-func (p *kcpPair) Close() error {
-	if p.client != nil {
-		p.client.Close()
-	}
-	p.l.Close()
-	p.mu.Lock()
-	p.closed = true
-	for _, s := range p.sessions {
-		s.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
+// Close implements clientHalf.
+func (c *kcpClient) Close() error {
+	c.s.Close()
+	c.wg.Wait()
 	return nil
 }
+
+// wireBytes implements clientHalf: kcp-go counts UDP payload bytes per
+// process only, so this is everything kcp sent and received in the
+// process since dial — the client's alone in a process that runs nothing
+// else over kcp.
+func (c *kcpClient) wireBytes() int64 { return int64(snmpBytes() - c.bytes0) }

@@ -229,7 +229,7 @@ func loadRun(ctx context.Context, s Scenario) (lr loadResult, rec *loadRecorder,
 	if err != nil {
 		return lr, nil, 0, fmt.Errorf("bench: load server socket: %w", err)
 	}
-	ep, err := transport.Listen(serverSock, scfg, tickwireEcho{})
+	ep, err := transport.Listen(serverSock, scfg, &tickwireEcho{})
 	if err != nil {
 		serverSock.Close()
 		return lr, nil, 0, fmt.Errorf("bench: load server: %w", err)

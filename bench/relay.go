@@ -14,7 +14,8 @@ import (
 // Relay errors.
 var (
 	// ErrNotLoopback is returned by NewRelay for an address that is not a
-	// loopback address: the bench never touches a real network.
+	// loopback address, unless RelayConfig.AllowNonLoopback: the bench
+	// never touches a real network.
 	ErrNotLoopback = errors.New("bench: address is not loopback")
 	// ErrRelayConfig is wrapped by NewRelay for a config out of range.
 	ErrRelayConfig = errors.New("bench: invalid relay config")
@@ -58,12 +59,20 @@ type Decision struct {
 // means its default.
 type RelayConfig struct {
 	// Listen is the client-facing address. Default 127.0.0.1:0; must be
-	// a loopback address.
+	// a loopback address unless AllowNonLoopback.
 	Listen netip.AddrPort
 	// Target is where the relay forwards the client's datagrams
-	// (required, loopback). Replies from Target go back to the client —
-	// the most recent source seen on Listen.
+	// (required; loopback unless AllowNonLoopback). Replies from Target go
+	// back to the client — the most recent source seen on Listen.
 	Target netip.AddrPort
+	// AllowNonLoopback lets Listen and Target be any address, so that the
+	// relay can sit between machines (`tickwire relay` sets it). Default
+	// false: NewRelay refuses a non-loopback address with ErrNotLoopback,
+	// which keeps tests and the in-process bench off real networks. With a
+	// non-loopback Target the upstream socket binds the unspecified
+	// address of Target's family, port 0; with a loopback one, Target's
+	// address, as always.
+	AllowNonLoopback bool
 	// Up and Down are the impairments of each direction.
 	Up, Down simlink.LinkConfig
 	// Seed seeds the up model; the down model gets a seed derived from it.
@@ -108,8 +117,9 @@ type RelayStats struct {
 // WireBytes returns the bytes both ends sent into the relay.
 func (s RelayStats) WireBytes() uint64 { return s.Up.ReceivedBytes + s.Down.ReceivedBytes }
 
-// Relay is a link conditioner: a UDP relay on loopback between one client
-// and one target. Each direction runs every datagram through its own
+// Relay is a link conditioner: a UDP relay on loopback (or, with
+// RelayConfig.AllowNonLoopback, between machines) between one client and
+// one target. Each direction runs every datagram through its own
 // simlink.Model fed with the time since the relay started; surviving
 // copies wait in a heap until their delivery time and are written by one
 // releasing goroutine per direction (plus one reading goroutine per
@@ -142,11 +152,12 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, fmt.Errorf("%w: MaxHeld %d not in [1, %d]", ErrRelayConfig, cfg.MaxHeld, 1<<20)
 	}
 	for _, a := range []netip.AddrPort{cfg.Listen, cfg.Target} {
-		if !a.Addr().IsLoopback() {
+		if !a.Addr().IsLoopback() && !cfg.AllowNonLoopback {
 			return nil, fmt.Errorf("%w: %v", ErrNotLoopback, a)
 		}
 	}
-	if cfg.Target.Port() == 0 {
+	cfg.Target = netip.AddrPortFrom(cfg.Target.Addr().Unmap(), cfg.Target.Port())
+	if !cfg.Target.IsValid() || cfg.Target.Port() == 0 {
 		return nil, fmt.Errorf("%w: Target %v has no port", ErrRelayConfig, cfg.Target)
 	}
 	up, err := newDirection(Up, cfg.Up, cfg.Seed, cfg.MaxHeld, cfg.Log)
@@ -161,8 +172,16 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: relay listen: %w", err)
 	}
-	local := netip.AddrPortFrom(cfg.Target.Addr(), 0)
-	server, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
+	local, network := netip.AddrPortFrom(cfg.Target.Addr(), 0), "udp"
+	if !cfg.Target.Addr().IsLoopback() {
+		// One family, so that replies come from Target as written, not
+		// IPv4-mapped.
+		local, network = netip.AddrPortFrom(netip.IPv6Unspecified(), 0), "udp6"
+		if cfg.Target.Addr().Is4() {
+			local, network = netip.AddrPortFrom(netip.IPv4Unspecified(), 0), "udp4"
+		}
+	}
+	server, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(local))
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("bench: relay upstream socket: %w", err)

@@ -153,6 +153,18 @@ func TestRelayRejectsNonLoopback(t *testing.T) {
 	if !errors.Is(err, ErrNotLoopback) {
 		t.Fatalf("err %v, want ErrNotLoopback", err)
 	}
+	// The opt-in lifts the check and nothing else: this config still
+	// fails, for its missing port, before any socket is opened (tests stay
+	// off real networks).
+	for _, cfg := range []RelayConfig{
+		{Target: netip.MustParseAddrPort("192.0.2.1:0"), AllowNonLoopback: true},
+		{Listen: netip.MustParseAddrPort("0.0.0.0:0"), Target: netip.MustParseAddrPort("192.0.2.1:0"), AllowNonLoopback: true},
+	} {
+		_, err = NewRelay(cfg)
+		if errors.Is(err, ErrNotLoopback) || !errors.Is(err, ErrRelayConfig) {
+			t.Errorf("%+v: err %v, want ErrRelayConfig and not ErrNotLoopback", cfg, err)
+		}
+	}
 }
 
 // echoTarget is a UDP echo server on loopback; it stops when closed.

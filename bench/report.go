@@ -67,7 +67,8 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // cpu-per column (pps: CPU seconds per million messages delivered; bulk:
 // CPU seconds per GB, 10^9 bytes, delivered); load rows fill them with
 // the peers and the heap per peer, and the server goroutine's µs per
-// peer-tick; echo rows show "-".
+// peer-tick; echo rows show "-". A row whose link is unknown (RunClient's)
+// shows "-" for loss and delay.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tthroughput\tcpu per\tstatus\t")
@@ -89,8 +90,12 @@ func WriteTable(w io.Writer, rs []Result) error {
 		}
 		l := r.LatencyMS
 		tput, per := throughputCells(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s±%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%.1f\t%s\t%s\t%s\t\n",
-			r.Profile, num(r.Link.Loss), num(r.Link.DelayMS), num(r.Link.JitterMS), r.Transport,
+		loss, delay := "-", "-" // unknown link (RunClient)
+		if r.Link.Known() {
+			loss, delay = num(r.Link.Loss), num(r.Link.DelayMS)+"±"+num(r.Link.JitterMS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%.1f\t%s\t%s\t%s\t\n",
+			r.Profile, loss, delay, r.Transport,
 			r.Sent, r.Delivered, l.P50, l.P90, l.P99, l.P999, l.Max, ratio, overhead,
 			r.CPUSeconds, r.AllocsPerMsg, tput, per, status)
 	}

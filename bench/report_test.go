@@ -122,6 +122,16 @@ func TestWriteTable(t *testing.T) {
 	if strings.Contains(lines[2], "x ") {
 		t.Errorf("kcp row has a ratio: %s", lines[2])
 	}
+
+	// A RunClient row: unknown link, no loss or delay figures.
+	buf.Reset()
+	if err := WriteTable(&buf, []Result{{Transport: Tickwire, Profile: ProfileEcho, Sent: 1, Delivered: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) != 2 || strings.Fields(lines[1])[1] != "-" || strings.Fields(lines[1])[2] != "-" || strings.Contains(lines[1], "±") {
+		t.Errorf("unknown link row:\n%s", buf.String())
+	}
 }
 
 func TestFailed(t *testing.T) {

@@ -19,7 +19,8 @@ const (
 type Result struct {
 	Transport string `json:"transport"`
 	Profile   string `json:"profile"`
-	// Link is the impairment of each direction.
+	// Link is the impairment of each direction; zero (unknown) for a
+	// RunClient row.
 	Link LinkResult `json:"link"`
 	// LatencyKind is RTT or OneWay, or NoLatency (pps and bulk, whose
 	// LatencyMS is all zero).
@@ -37,7 +38,8 @@ type Result struct {
 	PayloadBytes int64 `json:"payload_bytes"`
 	// WireBytes are the UDP payload bytes both ends sent into the relay:
 	// headers, acks, retransmissions and redundancy included, IP/UDP
-	// headers not.
+	// headers not. For a RunClient row: the bytes the client's socket sent
+	// and received (see RunClient).
 	WireBytes int64 `json:"wire_bytes"`
 	// CPUSeconds is process-wide user+system CPU time over the row
 	// (getrusage RUSAGE_SELF): both ends, the relay and the profile.
@@ -75,7 +77,8 @@ type Result struct {
 }
 
 // LinkResult describes one direction's impairment (both directions are
-// the same).
+// the same). The zero LinkResult (Burst 0) means the link is unknown: a
+// RunClient row, whose link is whatever sits between the processes.
 type LinkResult struct {
 	Loss     float64 `json:"loss"` // percent
 	DelayMS  float64 `json:"delay_ms"`
@@ -84,6 +87,10 @@ type LinkResult struct {
 	Burst    float64 `json:"burst"` // mean loss run, 1 = independent
 	Seed     uint64  `json:"seed"`
 }
+
+// Known reports whether l describes a link the bench set up (Burst is
+// at least 1), not the unknown link of a RunClient row.
+func (l LinkResult) Known() bool { return l.Burst != 0 }
 
 // Latency holds latency percentiles in milliseconds.
 type Latency struct {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -10,9 +11,10 @@ import (
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/socket/udp"
+	"github.com/tickwire/tickwire/wire"
 )
 
-// TickInterval is the period of the tickwire pair's network loops: each
+// TickInterval is the period of the tickwire halves' network loops: each
 // side Polls and Flushes once per tick.
 const TickInterval = time.Millisecond
 
@@ -23,78 +25,18 @@ type tickwireTransport struct{}
 
 func (tickwireTransport) Name() string { return Tickwire }
 
-// tickwirePair runs a server and a client Endpoint, each on its own
-// goroutine with its own 1 ms loop.
-type tickwirePair struct {
-	onEcho    func([]byte)
-	start     time.Time
-	connected atomic.Bool
-	stop      chan struct{}
-	wg        sync.WaitGroup
-
-	mu      sync.Mutex
-	pending [][]byte // queued by Send, taken by the client loop
-	spare   [][]byte // recycled buffers
-}
-
-// Open implements Transport.
-func (tickwireTransport) Open(cfg PairConfig) (Pair, error) {
-	loopback := netip.MustParseAddrPort("127.0.0.1:0")
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.MTU}}
-	serverSock, err := udp.Open(loopback, udp.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("bench: tickwire server socket: %w", err)
-	}
-	server, err := transport.Listen(serverSock, ecfg, tickwireEcho{})
-	if err != nil {
-		serverSock.Close()
-		return nil, err
-	}
-	via, err := cfg.Via(serverSock.LocalAddr())
-	if err != nil {
-		server.Close()
-		return nil, err
-	}
-	clientSock, err := udp.Open(loopback, udp.Config{})
-	if err != nil {
-		server.Close()
-		return nil, fmt.Errorf("bench: tickwire client socket: %w", err)
-	}
-	p := &tickwirePair{onEcho: cfg.OnEcho, start: time.Now(), stop: make(chan struct{})}
-	client, err := transport.Dial(clientSock, via, ecfg, tickwireClient{p: p}, 0)
-	if err != nil {
-		server.Close()
-		clientSock.Close()
-		return nil, err
-	}
-	p.wg.Add(2)
-	go p.loop(server, nil)
-	go p.loop(client, p.drain)
-
-	deadline := time.Now().Add(cfg.ConnectTimeout)
-	for !p.connected.Load() {
-		if time.Now().After(deadline) {
-			p.Close()
-			return nil, fmt.Errorf("bench: tickwire client not connected after %v", cfg.ConnectTimeout)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return p, nil
-}
-
-// loop drives one endpoint: before (client only), Poll, Flush, every
-// TickInterval on an absolute schedule, until stop; then it closes e.
-func (p *tickwirePair) loop(e *transport.Endpoint, before func(*transport.Endpoint)) {
-	defer p.wg.Done()
-	defer e.Close()
-	next := time.Since(p.start)
+// tickLoop drives e on the calling goroutine: before (if set), Poll,
+// Flush, every TickInterval on an absolute schedule from start, until
+// stop is closed or e is. Both halves run it, each on its own goroutine.
+func tickLoop(e *transport.Endpoint, start time.Time, stop <-chan struct{}, before func(*transport.Endpoint)) {
+	next := time.Since(start)
 	for {
 		select {
-		case <-p.stop:
+		case <-stop:
 			return
 		default:
 		}
-		now := time.Since(p.start)
+		now := time.Since(start)
 		if before != nil {
 			before(e)
 		}
@@ -105,69 +47,215 @@ func (p *tickwirePair) loop(e *transport.Endpoint, before func(*transport.Endpoi
 			return
 		}
 		next += TickInterval
-		if d := next - time.Since(p.start); d > 0 {
+		if d := next - time.Since(start); d > 0 {
 			time.Sleep(d)
 		} else {
-			next = time.Since(p.start) // fell behind: do not burst to catch up
+			next = time.Since(start) // fell behind: do not burst to catch up
 		}
 	}
 }
 
-// drain hands the messages queued by Send to the client's channel.
-func (p *tickwirePair) drain(e *transport.Endpoint) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.pending) == 0 {
+// tickwireServer is the server half: one Endpoint on a batched UDP
+// socket, for up to transport.MaxPeersLimit clients, on its own 1 ms loop
+// goroutine.
+type tickwireServer struct {
+	sock *udp.Conn
+	h    *tickwireEcho
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// listen implements Transport.
+func (tickwireTransport) listen(cfg listenConfig) (serverHalf, error) {
+	sock, err := udp.Open(cfg.addr, udp.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: tickwire server socket: %w", err)
+	}
+	s := &tickwireServer{sock: sock, h: &tickwireEcho{}, stop: make(chan struct{}), done: make(chan struct{})}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}, MaxPeers: transport.MaxPeersLimit}
+	ep, err := transport.Listen(sock, ecfg, s.h)
+	if err != nil {
+		sock.Close()
+		return nil, err
+	}
+	go s.serve(ep)
+	return s, nil
+}
+
+// serve is the server's goroutine.
+func (s *tickwireServer) serve(ep *transport.Endpoint) {
+	defer close(s.done)
+	defer ep.Close()
+	tickLoop(ep, time.Now(), s.stop, nil)
+}
+
+func (s *tickwireServer) addr() netip.AddrPort { return s.sock.LocalAddr() }
+
+func (s *tickwireServer) stats() ServerStats {
+	return ServerStats{Sessions: s.h.sessions.Load(), Echoed: s.h.echoed.Load()}
+}
+
+func (s *tickwireServer) close() error {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+// tickwireEcho is the server's handler: it echoes every message on its
+// stream, and counts sessions and echoes (atomics: read from any
+// goroutine; the load profile's server does not read them).
+type tickwireEcho struct {
+	transport.NopHandler
+	sessions, echoed atomic.Uint64
+}
+
+func (h *tickwireEcho) OnConnect(*transport.Peer) { h.sessions.Add(1) }
+
+func (h *tickwireEcho) OnMessage(p *transport.Peer, m transport.Message) {
+	p.Channel().SendReliable(m.Stream, m.Payload) // copies m.Payload
+	h.echoed.Add(1)
+}
+
+// tickwireClient is the client half: one Endpoint on a batched UDP socket
+// on its own 1 ms loop goroutine. Send queues messages under a mutex; the
+// loop hands them to the channel at the start of its next tick.
+type tickwireClient struct {
+	sock      *udp.Conn
+	ep        *transport.Endpoint
+	onEcho    func([]byte)
+	start     time.Time
+	remote    bool
+	connected atomic.Bool
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
+
+	mu      sync.Mutex
+	err     error    // why the client has no session (Endpoint.Err), once set
+	pending [][]byte // queued by Send, taken by the loop
+	spare   [][]byte // recycled buffers
+}
+
+// dial implements Transport.
+func (tickwireTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, error) {
+	sock, err := udp.Open(clientBind(cfg.server), udp.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: tickwire client socket: %w", err)
+	}
+	c := &tickwireClient{sock: sock, onEcho: cfg.onEcho, start: time.Now(), remote: cfg.remote,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}}
+	c.ep, err = transport.Dial(sock, cfg.server, ecfg, tickwireClientHandler{c: c}, 0)
+	if err != nil {
+		sock.Close()
+		return nil, err
+	}
+	go c.run()
+
+	deadline := time.Now().Add(cfg.connectTimeout)
+	for !c.connected.Load() {
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		switch {
+		case err != nil:
+			c.Close()
+			return nil, fmt.Errorf("bench: tickwire: no session with %v: %w", cfg.server, err)
+		case ctx.Err() != nil:
+			c.Close()
+			return nil, fmt.Errorf("bench: tickwire: connecting to %v: %w", cfg.server, ctx.Err())
+		case time.Now().After(deadline):
+			c.Close()
+			return nil, fmt.Errorf("%w: tickwire: no session with %v after %v", ErrConnectTimeout, cfg.server, cfg.connectTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c, nil
+}
+
+// run is the client's goroutine.
+func (c *tickwireClient) run() {
+	defer close(c.done)
+	defer c.ep.Close()
+	tickLoop(c.ep, c.start, c.stop, c.before)
+	if c.remote {
+		c.goodbye()
+	}
+}
+
+// goodbye ends the session in order: a Disconnect frame on each of the
+// next DisconnectRepeats ticks, then the session is gone on both sides.
+func (c *tickwireClient) goodbye() {
+	p := c.ep.Remote()
+	if p == nil || c.ep.Disconnect(p, wire.DisconnectClosed) != nil {
+		return
+	}
+	for range c.ep.Config().DisconnectRepeats + 1 {
+		now := time.Since(c.start)
+		if c.ep.Poll(now) != nil || c.ep.Flush(now) != nil {
+			return
+		}
+		time.Sleep(TickInterval)
+	}
+}
+
+// before runs at the start of each tick: it notes why the client has no
+// session, if it has none for good, and hands the messages queued by Send
+// to the channel.
+func (c *tickwireClient) before(e *transport.Endpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = e.Err()
+	}
+	if len(c.pending) == 0 {
 		return
 	}
 	ch := e.Remote().Channel()
-	for _, b := range p.pending {
+	for _, b := range c.pending {
 		// A refused send (ErrQueueFull) is never echoed, so the row
 		// reports delivered < sent.
 		ch.SendReliable(echoStream, b) // copies b
-		p.spare = append(p.spare, b[:0])
+		c.spare = append(c.spare, b[:0])
 	}
-	clear(p.pending)
-	p.pending = p.pending[:0]
+	clear(c.pending)
+	c.pending = c.pending[:0]
 }
 
-// Send implements Pair.
-func (p *tickwirePair) Send(b []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// Send implements clientHalf.
+func (c *tickwireClient) Send(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var buf []byte
-	if n := len(p.spare); n > 0 {
-		buf, p.spare = p.spare[n-1], p.spare[:n-1]
+	if n := len(c.spare); n > 0 {
+		buf, c.spare = c.spare[n-1], c.spare[:n-1]
 	}
-	p.pending = append(p.pending, append(buf, b...))
+	c.pending = append(c.pending, append(buf, b...))
 	return nil
 }
 
-// Close implements Pair.
-func (p *tickwirePair) Close() error {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	p.wg.Wait()
+// Close implements clientHalf.
+func (c *tickwireClient) Close() error {
+	c.once.Do(func() { close(c.stop) })
+	<-c.done
 	return nil
 }
 
-// tickwireClient is the client's handler.
-type tickwireClient struct {
+// wireBytes implements clientHalf: the socket's payload bytes, both ways.
+func (c *tickwireClient) wireBytes() int64 {
+	st := c.sock.Stats()
+	return int64(st.BytesIn + st.BytesOut)
+}
+
+// tickwireClientHandler is the client's handler.
+type tickwireClientHandler struct {
 	transport.NopHandler
-	p *tickwirePair
+	c *tickwireClient
 }
 
-func (c tickwireClient) OnConnect(*transport.Peer) { c.p.connected.Store(true) }
+func (h tickwireClientHandler) OnConnect(*transport.Peer) { h.c.connected.Store(true) }
 
-func (c tickwireClient) OnMessage(_ *transport.Peer, m transport.Message) { c.p.onEcho(m.Payload) }
-
-// tickwireEcho is the server's handler: it echoes every message on its
-// stream.
-type tickwireEcho struct{ transport.NopHandler }
-
-func (tickwireEcho) OnMessage(p *transport.Peer, m transport.Message) {
-	p.Channel().SendReliable(m.Stream, m.Payload) // copies m.Payload
+func (h tickwireClientHandler) OnMessage(_ *transport.Peer, m transport.Message) {
+	h.c.onEcho(m.Payload)
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -32,50 +33,105 @@ var ErrUnknownTransport = errors.New("bench: unknown transport")
 // Transports lists the transport names, in report order.
 var Transports = []string{Tickwire, KCP, KCPDefault, Raw}
 
-// ErrNoReliable is returned by the raw transport's Open: it has no
-// reliable channel, so it runs only the pps profile.
+// ErrNoReliable is returned for the raw transport by everything but the
+// pps profile: it has no reliable channel to echo or bulk on.
 var ErrNoReliable = errors.New("bench: raw transport has no reliable channel (pps only)")
 
-// rawTransport is Raw as a Transport: it opens no Pair.
+// rawTransport is Raw as a Transport: it has no echo halves.
 type rawTransport struct{}
 
 func (rawTransport) Name() string { return Raw }
 
-// Open implements Transport; it returns ErrNoReliable.
-func (rawTransport) Open(PairConfig) (Pair, error) { return nil, ErrNoReliable }
+func (rawTransport) listen(listenConfig) (serverHalf, error) { return nil, ErrNoReliable }
 
-// PairConfig is what a Transport needs to open a client/server pair.
-type PairConfig struct {
-	// MTU is the largest datagram either end sends (UDP payload).
-	MTU int
-	// Via is called with the server's address once it listens, and
-	// returns the address the client must send to (a Relay's).
-	Via func(server netip.AddrPort) (netip.AddrPort, error)
-	// OnEcho receives every message the server echoed back, on a single
-	// goroutine of the pair's. p is valid only during the call.
-	OnEcho func(p []byte)
-	// ConnectTimeout bounds the wait for the client's session.
-	ConnectTimeout time.Duration
-}
+func (rawTransport) dial(context.Context, dialConfig) (clientHalf, error) { return nil, ErrNoReliable }
 
-// Pair is an open client/server pair whose server echoes every message
-// back on the same reliable-ordered channel.
-type Pair interface {
-	// Send queues p (copied) for the server, reliable and ordered. It is
-	// called from one goroutine at a time.
-	Send(p []byte) error
-	// Close stops the pair and waits for its goroutines; after it returns
-	// OnEcho is not called again.
-	Close() error
-}
-
-// Transport opens Pairs of one implementation.
+// Transport is one implementation's two halves of the echo profile: a
+// server that echoes every reliable message back on the same stream, and
+// a client that sends messages and receives the echoes. Run puts both in
+// one process with a Relay between them; Serve and RunClient run one half
+// each, in separate processes. The halves are the same code either way.
+// The interface is sealed: NewTransport returns its only implementations.
 type Transport interface {
 	// Name is one of Transports.
 	Name() string
-	// Open starts a server, calls cfg.Via, connects a client through the
-	// returned address and returns once the client can send.
-	Open(cfg PairConfig) (Pair, error)
+	// listen starts a server half on cfg.addr.
+	listen(cfg listenConfig) (serverHalf, error)
+	// dial connects a client half to cfg.server and returns once it can
+	// send, or fails with an error wrapping ErrConnectTimeout.
+	dial(ctx context.Context, cfg dialConfig) (clientHalf, error)
+}
+
+// listenConfig is what a server half needs.
+type listenConfig struct {
+	addr netip.AddrPort // the socket's address; port 0 picks one
+	mtu  int            // largest datagram sent (UDP payload)
+}
+
+// dialConfig is what a client half needs.
+type dialConfig struct {
+	// server is the address the client sends to: a server half's, or a
+	// Relay's in front of it.
+	server netip.AddrPort
+	mtu    int // largest datagram sent (UDP payload)
+	// onEcho receives every message echoed back, on one goroutine of the
+	// client's; p is valid only during the call.
+	onEcho func(p []byte)
+	// connectTimeout bounds dial's wait for the session.
+	connectTimeout time.Duration
+	// remote says the server half is in another process, which may not be
+	// there, and outlives this client: kcp, which has no handshake, proves
+	// the server answers by a probe message echoed back before dial
+	// returns; tickwire ends its session in order on Close (Disconnect,
+	// sent on DisconnectRepeats ticks) so the server frees the slot at
+	// once. In-process (Run) neither happens, so that the figures stay
+	// those of the pair alone.
+	remote bool
+}
+
+// serverHalf is a running echo server. Its methods are safe for
+// concurrent use.
+type serverHalf interface {
+	// addr is the bound address.
+	addr() netip.AddrPort
+	// stats returns the counters so far.
+	stats() ServerStats
+	// close stops the server, closes every session and waits for the
+	// server's goroutines.
+	close() error
+}
+
+// clientHalf is a connected echo client.
+type clientHalf interface {
+	// Send queues p (copied) for the server, reliable and ordered. It is
+	// called from one goroutine at a time.
+	Send(p []byte) error
+	// Close stops the client and waits for its goroutines; after it
+	// returns onEcho is not called again.
+	Close() error
+	// wireBytes returns the UDP payload bytes the client's socket sent
+	// and received so far (kcp: the process-wide counters since dial).
+	wireBytes() int64
+}
+
+// ErrConnectTimeout is wrapped by a client's connect when the server did
+// not answer within the connect timeout.
+var ErrConnectTimeout = errors.New("bench: no answer from the server")
+
+// clientBind returns the address a client socket binds to for server:
+// 127.0.0.1:0 (or [::1]:0) for a loopback server, the unspecified address
+// of the server's family otherwise.
+func clientBind(server netip.AddrPort) netip.AddrPort {
+	a := server.Addr().Unmap()
+	switch {
+	case a.Is4() && a.IsLoopback():
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0)
+	case a.IsLoopback():
+		return netip.AddrPortFrom(netip.IPv6Loopback(), 0)
+	case a.Is4():
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	return netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
 }
 
 // NewTransport returns the Transport called name.

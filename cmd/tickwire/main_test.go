@@ -221,14 +221,9 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("%q: exit %d", args, code)
 		}
 		out := stdout.String()
-		for _, cmd := range []string{"bench", "soak"} {
-			if !strings.Contains(out, cmd) {
+		for _, cmd := range []string{"bench", "soak", "server", "client", "relay"} {
+			if !strings.Contains(out, "  "+cmd+" ") {
 				t.Errorf("%q: help lacks %s:\n%s", args, cmd, out)
-			}
-		}
-		for _, later := range []string{"server", "client", "relay"} {
-			if strings.Contains(out, later) {
-				t.Errorf("%q: help lists %q, which does not exist yet", args, later)
 			}
 		}
 	}

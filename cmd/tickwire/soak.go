@@ -23,6 +23,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		perTick int
 		maxWall time.Duration
 		jsonOut string
+		prof    profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,6 +32,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&perTick, "per-tick", soak.DefaultPerTick, "messages offered per stream per 1/60 s tick (back-pressure defers the rest)")
 	fs.DurationVar(&maxWall, "max-wall", soak.DefaultMaxWall, "real-time bound: a run still going then fails as incomplete")
 	fs.StringVar(&jsonOut, "json", "", "write the JSON result to FILE, or to stdout instead of the summary with -")
+	prof.declare(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -41,7 +43,15 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tickwire soak: --count, --per-tick and --max-wall must be positive, and no arguments follow the flags")
 		return exitUsage
 	}
+	stopProf, err := prof.start(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tickwire soak: %v\n", err)
+		return exitUsage
+	}
 	res, err := soak.Run(ctx, soak.Config{Count: count, Seed: seed, PerTick: perTick, MaxWall: maxWall})
+	if perr := stopProf(); perr != nil {
+		fmt.Fprintf(stderr, "tickwire soak: %v\n", perr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tickwire soak: %v\n", err)
 		return exitFailed
