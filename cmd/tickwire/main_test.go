@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,12 +21,13 @@ const (
 	str kind = iota
 	number
 	object
+	array
 )
 
 // schema is the Result JSON schema: every field and its type.
 var schema = map[string]kind{
 	"transport": str, "profile": str, "link": object, "latency_kind": str,
-	"sent": number, "delivered": number, "latency_ms": object,
+	"sent": number, "delivered": number, "latency_ms": object, "latency_cdf": array,
 	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
@@ -97,6 +99,8 @@ func TestBenchQuickJSON(t *testing.T) {
 				_, ok = r[k].(float64)
 			case object:
 				_, ok = r[k].(map[string]any)
+			case array:
+				_, ok = r[k].([]any)
 			}
 			if !ok {
 				t.Errorf("row %d: %s = %#v, wrong type or missing", i, k, r[k])
@@ -108,10 +112,15 @@ func TestBenchQuickJSON(t *testing.T) {
 		checkNumbers(t, "link", r["link"].(map[string]any), linkSchema)
 		checkNumbers(t, "latency_ms", r["latency_ms"].(map[string]any), latencySchema)
 		profiles[r["profile"].(string)]++
+		cdf := r["latency_cdf"].([]any)
 		if r["profile"] != "echo" {
+			if len(cdf) != 0 {
+				t.Errorf("row %d (%v): latency_cdf %v, want []", i, r["profile"], cdf)
+			}
 			checkThroughputRow(t, i, r)
 			continue
 		}
+		checkCDF(t, i, cdf, r["latency_ms"].(map[string]any))
 		if r["latency_kind"] != "rtt" {
 			t.Errorf("row %d: kind %v, profile %v", i, r["latency_kind"], r["profile"])
 		}
@@ -140,6 +149,33 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "pprof: http://127.0.0.1:") {
 		t.Errorf("no pprof address on stderr: %s", stderr.String())
+	}
+}
+
+// checkCDF checks an echo row's latency_cdf: {p, ms} points ascending in
+// both, from 0 to 100, its last point the max.
+func checkCDF(t *testing.T, i int, cdf []any, latency map[string]any) {
+	t.Helper()
+	if len(cdf) < 10 {
+		t.Errorf("row %d: %d CDF points", i, len(cdf))
+		return
+	}
+	var prevP, prevMS float64 = -1, -1
+	for j, pt := range cdf {
+		m, _ := pt.(map[string]any)
+		checkNumbers(t, fmt.Sprintf("row %d latency_cdf[%d]", i, j), m, []string{"p", "ms"})
+		p, ms := m["p"].(float64), m["ms"].(float64)
+		if p <= prevP || ms < prevMS {
+			t.Errorf("row %d: latency_cdf not ascending at %d: %v", i, j, cdf)
+			return
+		}
+		prevP, prevMS = p, ms
+	}
+	if first := cdf[0].(map[string]any); first["p"] != 0.0 || first["ms"].(float64) <= 0 {
+		t.Errorf("row %d: first CDF point %v", i, first)
+	}
+	if prevP != 100 || prevMS != latency["max"] {
+		t.Errorf("row %d: last CDF point p%v = %v ms, want p100 = max %v ms", i, prevP, prevMS, latency["max"])
 	}
 }
 
