@@ -1,6 +1,7 @@
 // Command tickwire is tickwire's toolbox. For now it has one job: bench,
 // which measures tickwire against kcp-go on this machine, over loopback
-// UDP through a link conditioner, and prints a side-by-side table.
+// UDP through a link conditioner, and prints a side-by-side table (with
+// --out, also a Markdown report and SVG charts).
 //
 // Usage:
 //
