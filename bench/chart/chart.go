@@ -361,8 +361,8 @@ func leading(v float64) int {
 
 // bars adds to p one bar chart per transport of ts over the groups
 // 0 … n-1, value(t, i) giving the bar's height and label (ok false: no
-// bar, label "n/a"), and a legend entry each. It returns the largest
-// value.
+// bar, label "n/a"), and a legend entry each; the y axis starts at 0,
+// plainly labelled. It returns the largest value.
 func bars(p *plot.Plot, ts []string, n int, value func(t string, i int) (v float64, label string, ok bool)) float64 {
 	width := vg.Points(min(22, 64/float64(len(ts))))
 	var top float64
@@ -401,9 +401,24 @@ func bars(p *plot.Plot, ts []string, n int, value func(t string, i int) (v float
 	} else {
 		p.Y.Max = 1
 	}
+	p.Y.Tick.Marker = ticks(func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(4)
 	return top
+}
+
+// ticks returns gonum plot's default ticks, labelled by format (the
+// default labels carry trailing zeros: "250.00").
+func ticks(format func(float64) string) plot.Ticker {
+	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ts := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ts {
+			if !ts[i].IsMinor() {
+				ts[i].Label = format(ts[i].Value)
+			}
+		}
+		return ts
+	})
 }
 
 // p99Chart draws profile g's p99 latency against loss: one group of bars
@@ -464,18 +479,9 @@ func throughputChart(g profile) *plot.Plot {
 		}
 	}
 	p := newPlot(g.name+": throughput ("+unit+", higher is better)", "", unit, false)
-	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-		ts := plot.DefaultTicks{}.Ticks(lo, hi)
-		for i := range ts {
-			if !ts[i].IsMinor() {
-				ts[i].Label = siTick(ts[i].Value)
-			}
-		}
-		return ts
-	})
 	names := make([]string, len(g.conds))
 	for i, c := range g.conds {
-		names[i] = linkText(c.link)
+		names[i] = "direct, " + linkText(c.link) // the throughput profiles bypass the relay
 	}
 	bars(p, g.transports, len(g.conds), func(t string, i int) (float64, string, bool) {
 		j := slices.IndexFunc(g.conds[i].rows, func(r bench.Result) bool { return r.Transport == t })
@@ -489,6 +495,7 @@ func throughputChart(g profile) *plot.Plot {
 		}
 		return v, label, true
 	})
+	p.Y.Tick.Marker = ticks(siTick) // after bars: "8M", not "8000000"
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
 	return p
