@@ -12,8 +12,10 @@
 //
 // [Transport] opens a client/server pair of one implementation ("tickwire",
 // "kcp", "kcp-default") whose traffic goes through a Relay. A profile
-// drives the pair and measures it into a [Result], which [WriteTable] and
-// [WriteJSON] report:
+// drives the pair and measures it into a [Result], which [WriteTable],
+// [WriteJSON] and [WriteMarkdown] report (and package bench/chart draws as
+// SVG charts); a latency profile summarises its HDR histogram with
+// latencyOf, into percentiles and a CDF ([Result.LatencyCDF]):
 //
 //   - [ProfileEcho]: reliable messages at a fixed rate, echoed back,
 //     through the Relay; round-trip latency.
