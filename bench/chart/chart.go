@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -57,8 +58,8 @@ var ErrConflict = errors.New("chart: two link conditions with the same loss rate
 // bench.P99ChartName or bench.ThroughputChartName) in a fixed order:
 // profile by profile in the order of bench.Group, a latency profile's p99
 // chart then its CDFs by ascending loss, a throughput profile's one
-// chart. A latency profile is one whose rows have a latency kind other
-// than bench.NoLatency; its CDF at a link condition is drawn when a row
+// chart. A latency profile is one with a row whose latency kind is set
+// and not bench.NoLatency; its CDF at a link condition is drawn when a row
 // there has a LatencyCDF. No results, no files. On an error, the files
 // already written stay, and are returned with it.
 func WriteCharts(dir string, rs []bench.Result) ([]string, error) {
@@ -148,9 +149,13 @@ func profiles(rs []bench.Result) []profile {
 }
 
 // conflicts returns ErrConflict if two of ps's conditions share a
-// profile and a loss rate.
+// profile and a loss rate, and an error for a profile name that cannot be
+// part of a file name.
 func conflicts(ps []profile) error {
 	for _, p := range ps {
+		if p.name == "" || strings.ContainsAny(p.name, `/\`) || strings.Contains(p.name, "..") {
+			return fmt.Errorf("chart: profile %q cannot name a file", p.name)
+		}
 		for i := 1; i < len(p.conds); i++ {
 			if p.conds[i].link.Loss == p.conds[i-1].link.Loss {
 				return fmt.Errorf("%w: profile %s, %s %% loss", ErrConflict, p.name, num(p.conds[i].link.Loss))
@@ -362,8 +367,8 @@ func leading(v float64) int {
 // bars adds to p one bar chart per transport of ts over the groups
 // 0 … n-1, value(t, i) giving the bar's height and label (ok false: no
 // bar, label "n/a"), and a legend entry each; the y axis starts at 0,
-// plainly labelled. It returns the largest value.
-func bars(p *plot.Plot, ts []string, n int, value func(t string, i int) (v float64, label string, ok bool)) float64 {
+// plainly labelled.
+func bars(p *plot.Plot, ts []string, n int, value func(t string, i int) (v float64, label string, ok bool)) {
 	width := vg.Points(min(22, 64/float64(len(ts))))
 	var top float64
 	for j, t := range ts {
@@ -404,7 +409,6 @@ func bars(p *plot.Plot, ts []string, n int, value func(t string, i int) (v float
 	p.Y.Tick.Marker = ticks(func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(4)
-	return top
 }
 
 // ticks returns gonum plot's default ticks, labelled by format (the

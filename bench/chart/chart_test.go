@@ -200,6 +200,11 @@ func TestWriteChartsErrors(t *testing.T) {
 	if files, err := WriteCharts(dir, []bench.Result{a, b}); !errors.Is(err, ErrConflict) || len(files) != 0 {
 		t.Errorf("two links at 5 %% loss: %v, %v", files, err)
 	}
+	bad := a
+	bad.Profile = "../echo"
+	if files, err := WriteCharts(dir, []bench.Result{bad}); err == nil || len(files) != 0 {
+		t.Errorf("profile %q: %v, %v", bad.Profile, files, err)
+	}
 	if _, err := WriteCharts(filepath.Join(dir, "missing"), results()); err == nil || !strings.Contains(err.Error(), "p99-vs-loss-echo.svg") {
 		t.Errorf("missing directory: %v", err)
 	}
