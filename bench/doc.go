@@ -17,7 +17,10 @@
 // half each, so the same traffic can cross real processes and machines
 // (`tickwire server`, `tickwire client`, with `tickwire relay` between if
 // wanted). A profile drives the halves and measures them into a [Result],
-// which [WriteTable] and [WriteJSON] report:
+// which [WriteTable], [WriteJSON] and [WriteMarkdown] report (and package
+// bench/chart draws as SVG charts); a latency profile summarises its HDR
+// histogram with latencyOf, into percentiles and a CDF
+// ([Result.LatencyCDF]):
 //
 //   - [ProfileEcho]: reliable messages at a fixed rate, echoed back,
 //     through the Relay; round-trip latency.

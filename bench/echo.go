@@ -198,7 +198,7 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 		return runThroughput(ctx, s)
 	}
 	t, _ := NewTransport(s.Transport)
-	res := Result{Transport: t.Name(), Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT}
+	res := Result{Transport: t.Name(), Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT, LatencyCDF: []CDFPoint{}}
 	var (
 		srv   serverHalf
 		relay *Relay
@@ -260,7 +260,7 @@ func echoRow(ctx context.Context, s Scenario, res Result,
 
 	res.Sent = int64(sent)
 	res.Delivered = e.delivered.Load()
-	res.LatencyMS = e.latency()
+	res.LatencyMS, res.LatencyCDF = latencyOf(e.hist)
 	res.PayloadBytes = int64(s.Size) * (int64(sent) + res.Delivered)
 	res.WireBytes = wire
 	res.CPUSeconds = cpu.Seconds()
@@ -364,17 +364,34 @@ func (e *echoRecorder) onEcho(p []byte) {
 	e.delivered.Add(1)
 }
 
-// latency returns the recorded percentiles in milliseconds.
-func (e *echoRecorder) latency() Latency {
-	if e.hist.TotalCount() == 0 {
-		return Latency{}
+// cdfPercentiles are the percentiles Result.LatencyCDF samples: every 5
+// points through the body, denser in the tail, and the endpoints (0: the
+// minimum, 100: the maximum). 29 points.
+var cdfPercentiles = [...]float64{
+	0, 1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90,
+	95, 97.5, 99, 99.5, 99.8, 99.9, 99.99, 100,
+}
+
+// latencyOf returns the percentiles of h, a histogram of latencies in µs,
+// in milliseconds, and its distribution at cdfPercentiles (a new slice,
+// non-decreasing in both fields, first point h's minimum, last its
+// maximum). An empty h yields the zero Latency and an empty, non-nil CDF.
+// Every profile that records latency summarises it with latencyOf, so
+// that Latency and the CDF agree (P50 is the CDF's point at 50, …).
+func latencyOf(h *hdrhistogram.Histogram) (Latency, []CDFPoint) {
+	if h.TotalCount() == 0 {
+		return Latency{}, []CDFPoint{}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return Latency{
-		P50:  ms(e.hist.ValueAtQuantile(50)),
-		P90:  ms(e.hist.ValueAtQuantile(90)),
-		P99:  ms(e.hist.ValueAtQuantile(99)),
-		P999: ms(e.hist.ValueAtQuantile(99.9)),
-		Max:  ms(e.hist.Max()),
+	cdf := make([]CDFPoint, len(cdfPercentiles))
+	for i, p := range cdfPercentiles {
+		cdf[i] = CDFPoint{Percentile: p, MS: ms(h.ValueAtQuantile(p))}
 	}
+	return Latency{
+		P50:  ms(h.ValueAtQuantile(50)),
+		P90:  ms(h.ValueAtQuantile(90)),
+		P99:  ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)),
+		Max:  ms(h.Max()),
+	}, cdf
 }

@@ -155,12 +155,6 @@ func (r *loadRecorder) onEcho(c *loadClient, p []byte) {
 	r.delivered++
 }
 
-// latency returns the recorded percentiles in milliseconds.
-func (r *loadRecorder) latency() Latency {
-	e := echoRecorder{hist: r.hist}
-	return e.latency()
-}
-
 // heapInuse returns HeapInuse after a full collection.
 func heapInuse() uint64 {
 	runtime.GC()
@@ -171,7 +165,7 @@ func heapInuse() uint64 {
 
 // runLoad runs a load scenario (defaults applied).
 func runLoad(ctx context.Context, s Scenario) (Result, error) {
-	res := Result{Transport: s.Transport, Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT, Peers: s.Peers}
+	res := Result{Transport: s.Transport, Profile: s.Profile, Link: s.Link.result(), LatencyKind: RTT, LatencyCDF: []CDFPoint{}, Peers: s.Peers}
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -185,7 +179,7 @@ func runLoad(ctx context.Context, s Scenario) (Result, error) {
 	runtime.ReadMemStats(&ms1)
 
 	res.Sent, res.Delivered = lr.sent, lr.delivered
-	res.LatencyMS = rec.latency()
+	res.LatencyMS, res.LatencyCDF = latencyOf(rec.hist)
 	res.PayloadBytes = int64(s.Size) * (lr.sent + lr.delivered)
 	res.WireBytes = lr.wireBytes
 	res.CPUSeconds = cpu.Seconds()

@@ -71,35 +71,59 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // shows "-" for loss and delay.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tthroughput\tcpu per\tstatus\t")
+	line := func(cells []string) {
+		for _, c := range cells {
+			io.WriteString(tw, c)
+			io.WriteString(tw, "\t")
+		}
+		io.WriteString(tw, "\n")
+	}
+	line(tableHeader)
 	rows := Group(rs)
 	for _, r := range rows {
-		ratio := "-"
-		if r.Transport == Tickwire {
-			if v, ok := P99Ratio(r, rows); ok {
-				ratio = strconv.FormatFloat(v, 'f', 2, 64) + "x"
-			}
-		}
-		overhead := "-"
-		if r.PayloadBytes > 0 {
-			overhead = strconv.FormatFloat(float64(r.WireBytes)/float64(r.PayloadBytes), 'f', 2, 64)
-		}
-		status := "ok"
-		if r.Failed() {
-			status = "FAILED"
-		}
-		l := r.LatencyMS
-		tput, per := throughputCells(r)
-		loss, delay := "-", "-" // unknown link (RunClient)
-		if r.Link.Known() {
-			loss, delay = num(r.Link.Loss), num(r.Link.DelayMS)+"±"+num(r.Link.JitterMS)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%.1f\t%s\t%s\t%s\t\n",
-			r.Profile, loss, delay, r.Transport,
-			r.Sent, r.Delivered, l.P50, l.P90, l.P99, l.P999, l.Max, ratio, overhead,
-			r.CPUSeconds, r.AllocsPerMsg, tput, per, status)
+		line(tableRow(r, rows))
 	}
 	return tw.Flush()
+}
+
+// tableHeader names the columns of WriteTable and WriteMarkdown; status
+// is the last.
+var tableHeader = []string{
+	"profile", "loss%", "delay±jit ms", "transport", "sent", "delivered",
+	"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "p99 tw/kcp", "wire/payload",
+	"cpu s", "allocs/msg", "throughput", "cpu per", "status",
+}
+
+// tableRow returns r's cells under tableHeader; rows are the rows r's
+// p99 ratio is taken among.
+func tableRow(r Result, rows []Result) []string {
+	ratio := "-"
+	if r.Transport == Tickwire {
+		if v, ok := P99Ratio(r, rows); ok {
+			ratio = strconv.FormatFloat(v, 'f', 2, 64) + "x"
+		}
+	}
+	overhead := "-"
+	if r.PayloadBytes > 0 {
+		overhead = strconv.FormatFloat(float64(r.WireBytes)/float64(r.PayloadBytes), 'f', 2, 64)
+	}
+	status := "ok"
+	if r.Failed() {
+		status = "FAILED"
+	}
+	l := r.LatencyMS
+	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	tput, per := throughputCells(r)
+	loss, delay := "-", "-" // unknown link (RunClient)
+	if r.Link.Known() {
+		loss, delay = num(r.Link.Loss), num(r.Link.DelayMS)+"±"+num(r.Link.JitterMS)
+	}
+	return []string{
+		r.Profile, loss, delay, r.Transport,
+		strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.Delivered, 10),
+		f2(l.P50), f2(l.P90), f2(l.P99), f2(l.P999), f2(l.Max), ratio, overhead,
+		f2(r.CPUSeconds), strconv.FormatFloat(r.AllocsPerMsg, 'f', 1, 64), tput, per, status,
+	}
 }
 
 // throughputCells returns the throughput and cpu-per cells of r.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ func sample(transport string, loss, p99 float64, sent, delivered int64) Result {
 		Link:        LinkResult{Loss: loss, DelayMS: 25, JitterMS: 2, Burst: 1, Seed: 1},
 		LatencyKind: RTT, Sent: sent, Delivered: delivered,
 		LatencyMS:    Latency{P50: p99 / 2, P90: p99 * 0.8, P99: p99, P999: p99 * 1.1, Max: p99 * 1.2},
+		LatencyCDF:   []CDFPoint{{0, p99 / 3}, {50, p99 / 2}, {99, p99}, {100, p99 * 1.2}},
 		PayloadBytes: 1000, WireBytes: 2500, CPUSeconds: 0.5, WallSeconds: 6, AllocsPerMsg: 3, PeakRSSBytes: 1 << 20,
 	}
 }
@@ -40,7 +42,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		slices.Sort(k)
 		return k
 	}
-	want := []string{"allocs_per_msg", "cpu_seconds", "delivered", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "payload_bytes", "peak_rss_bytes", "peers", "profile", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
+	want := []string{"allocs_per_msg", "cpu_seconds", "delivered", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "payload_bytes", "peak_rss_bytes", "peers", "profile", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
 	if got := keys(rows[0]); !slices.Equal(got, want) {
 		t.Errorf("row keys %v, want %v", got, want)
 	}
@@ -50,12 +52,29 @@ func TestWriteJSONSchema(t *testing.T) {
 	if got := keys(rows[0]["latency_ms"].(map[string]any)); !slices.Equal(got, []string{"max", "p50", "p90", "p99", "p999"}) {
 		t.Errorf("latency keys %v", got)
 	}
+	if got := keys(rows[0]["latency_cdf"].([]any)[0].(map[string]any)); !slices.Equal(got, []string{"ms", "p"}) {
+		t.Errorf("latency_cdf point keys %v", got)
+	}
 	var back Report
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.Results, in) {
+	if !reflect.DeepEqual(back.Results, in) {
 		t.Errorf("round trip: %+v != %+v", back.Results, in)
+	}
+
+	// A row without a CDF (a throughput row, or one built by hand) has
+	// latency_cdf [], not null, and the caller's row is left alone.
+	bare := []Result{{Transport: Tickwire, Profile: ProfilePPS, LatencyKind: NoLatency}}
+	buf.Reset()
+	if err := WriteJSON(&buf, bare); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"latency_cdf": []`) || strings.Contains(buf.String(), "null") {
+		t.Errorf("nil CDF written as:\n%s", buf.String())
+	}
+	if bare[0].LatencyCDF != nil {
+		t.Error("WriteJSON modified its input")
 	}
 
 	buf.Reset()

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"io"
+	"slices"
 )
 
 // Latency kinds.
@@ -32,6 +33,12 @@ type Result struct {
 	// LatencyMS are percentiles of the delivered messages' latency, in
 	// milliseconds (µs resolution). All zero when nothing was delivered.
 	LatencyMS Latency `json:"latency_ms"`
+	// LatencyCDF is the distribution of the same latencies: the latency
+	// at each of a fixed set of percentiles (0, 1, 2, 5, 10 … 90 by 5,
+	// 95, 97.5, 99, 99.5, 99.8, 99.9, 99.99, 100), ascending; the first
+	// point is the minimum, the last the maximum. Empty (never null in
+	// the JSON) when the row has no latency or delivered nothing.
+	LatencyCDF []CDFPoint `json:"latency_cdf"`
 	// PayloadBytes are the application payload bytes carried, both
 	// directions (for echo: message size × (Sent + Delivered), the
 	// client's messages and the echoes that came back).
@@ -101,6 +108,13 @@ type Latency struct {
 	Max  float64 `json:"max"`
 }
 
+// CDFPoint is one point of a latency distribution: Percentile % of the
+// delivered messages took at most MS milliseconds.
+type CDFPoint struct {
+	Percentile float64 `json:"p"`  // in [0, 100]
+	MS         float64 `json:"ms"` // µs resolution
+}
+
 // Reliable reports whether the row's profile promises delivery of every
 // message (echo, bulk and load do; pps does not).
 func (r Result) Reliable() bool {
@@ -117,9 +131,19 @@ type Report struct {
 }
 
 // WriteJSON writes rs as {"results":[…]}, indented, with a final newline.
+// A nil LatencyCDF is written as [], so that every field of the schema
+// has one JSON type; rs is not modified.
 func WriteJSON(w io.Writer, rs []Result) error {
 	if rs == nil {
 		rs = []Result{}
+	}
+	if slices.ContainsFunc(rs, func(r Result) bool { return r.LatencyCDF == nil }) {
+		rs = slices.Clone(rs)
+		for i := range rs {
+			if rs[i].LatencyCDF == nil {
+				rs[i].LatencyCDF = []CDFPoint{}
+			}
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -63,7 +63,7 @@ type flow struct {
 
 // runThroughput runs a pps or bulk scenario (defaults applied).
 func runThroughput(ctx context.Context, s Scenario) (Result, error) {
-	res := Result{Transport: s.Transport, Profile: s.Profile, Link: s.Link.result(), LatencyKind: NoLatency}
+	res := Result{Transport: s.Transport, Profile: s.Profile, Link: s.Link.result(), LatencyKind: NoLatency, LatencyCDF: []CDFPoint{}}
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)

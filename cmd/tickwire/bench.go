@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tickwire/tickwire/bench"
+	"github.com/tickwire/tickwire/bench/chart"
 )
 
 // Settings of --quick: a few seconds in all, for tests and smoke runs.
@@ -47,6 +49,7 @@ type benchFlags struct {
 	peers      int
 	quick      bool
 	json       string
+	out        string
 	prof       profileFlags
 }
 
@@ -74,6 +77,7 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row, pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
 		formatPercents(quickLosses), quickCount, quickDuration, quickBulkBytes>>20, quickPeers, quickLoad))
 	fs.StringVar(&f.json, "json", "", "write JSON results to FILE, or to stdout instead of the table with -")
+	fs.StringVar(&f.out, "out", "", "write results.json, results.md (a Markdown report) and SVG charts into `DIR`, created if missing")
 	f.prof.declare(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tickwire bench [flags]")
@@ -86,6 +90,11 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "--profile load (not in the default run): --peers clients at 60 Hz against one")
 		fmt.Fprintln(stderr, "tickwire server, direct at 0 % loss, for 5 s; server µs per peer-tick, echo")
 		fmt.Fprintln(stderr, "round trip, heap per peer.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "--out DIR also writes into DIR: results.json (as --json), results.md (the")
+		fmt.Fprintln(stderr, "settings, the machine, one table per profile, links to the charts) and SVG charts:")
+		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg and p99-vs-loss-<profile>.svg for echo and")
+		fmt.Fprintln(stderr, "load, throughput-<profile>.svg for pps and bulk. Files of an earlier run stay.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -193,6 +202,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 
+	// Create --out's directory now, so that a bad one fails before a
+	// minute of running rather than after.
+	if f.out != "" {
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			fmt.Fprintf(stderr, "tickwire bench: --out: %v\n", err)
+			return exitFailed
+		}
+	}
+
 	stopProf, err := f.prof.start(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
@@ -217,6 +235,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := report(f.json, results, stdout); err != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
 		code = exitFailed
+	}
+	if f.out != "" {
+		info := bench.RunInfo{Command: commandLine(append([]string{"tickwire", "bench"}, args...)), Suite: suite, Machine: bench.ThisMachine()}
+		if err := writeOut(f.out, results, info); err != nil {
+			fmt.Fprintf(stderr, "tickwire bench: --out %s: %v\n", f.out, err)
+			code = exitFailed
+		}
 	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", runErr)
@@ -244,15 +269,60 @@ func report(jsonPath string, results []bench.Result, stdout io.Writer) error {
 	if jsonPath == "" {
 		return nil
 	}
-	fh, err := os.Create(jsonPath)
+	return writeFile(jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, results) })
+}
+
+// Files of --out.
+const (
+	outJSON     = "results.json"
+	outMarkdown = "results.md"
+)
+
+// writeOut writes into dir (created if missing) results.json, the
+// charts, and results.md linking them. info.Charts is filled here.
+func writeOut(dir string, results []bench.Result, info bench.RunInfo) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, outJSON), func(w io.Writer) error { return bench.WriteJSON(w, results) }); err != nil {
+		return err
+	}
+	files, err := chart.WriteCharts(dir, results)
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteJSON(fh, results); err != nil {
+	info.Charts = nil
+	for _, f := range files {
+		info.Charts = append(info.Charts, filepath.Base(f))
+	}
+	return writeFile(filepath.Join(dir, outMarkdown), func(w io.Writer) error { return bench.WriteMarkdown(w, results, info) })
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
 		fh.Close()
 		return err
 	}
 	return fh.Close()
+}
+
+// commandLine joins args for a shell, single-quoting those that need it.
+func commandLine(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+		}) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // parsePercents parses "0,1,5" into probabilities {0, 0.01, 0.05}.

@@ -1,8 +1,8 @@
 // Command tickwire is tickwire's toolbox: bench, which measures tickwire
 // against kcp-go on this machine, over loopback UDP through a link
-// conditioner, and prints a side-by-side table; server, client and relay,
-// which run the bench's echo traffic across real processes (or machines);
-// and soak.
+// conditioner, and prints a side-by-side table (with --out, also a
+// Markdown report and SVG charts); server, client and relay, which run the
+// bench's echo traffic across real processes (or machines); and soak.
 //
 // Usage:
 //

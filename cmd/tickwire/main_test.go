@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,12 +21,13 @@ const (
 	str kind = iota
 	number
 	object
+	array
 )
 
 // schema is the Result JSON schema: every field and its type.
 var schema = map[string]kind{
 	"transport": str, "profile": str, "link": object, "latency_kind": str,
-	"sent": number, "delivered": number, "latency_ms": object,
+	"sent": number, "delivered": number, "latency_ms": object, "latency_cdf": array,
 	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
@@ -54,8 +56,9 @@ func TestBenchQuickJSON(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
+	outDir := filepath.Join(dir, "out", "new") // --out creates it
 	files := map[string]string{}
-	args := []string{"bench", "--quick", "--json", "-", "--pprof", "127.0.0.1:0"}
+	args := []string{"bench", "--quick", "--json", "-", "--out", outDir, "--pprof", "127.0.0.1:0"}
 	for _, f := range []string{"cpuprofile", "memprofile", "trace"} {
 		files[f] = filepath.Join(dir, f)
 		args = append(args, "--"+f, files[f])
@@ -97,6 +100,8 @@ func TestBenchQuickJSON(t *testing.T) {
 				_, ok = r[k].(float64)
 			case object:
 				_, ok = r[k].(map[string]any)
+			case array:
+				_, ok = r[k].([]any)
 			}
 			if !ok {
 				t.Errorf("row %d: %s = %#v, wrong type or missing", i, k, r[k])
@@ -108,10 +113,15 @@ func TestBenchQuickJSON(t *testing.T) {
 		checkNumbers(t, "link", r["link"].(map[string]any), linkSchema)
 		checkNumbers(t, "latency_ms", r["latency_ms"].(map[string]any), latencySchema)
 		profiles[r["profile"].(string)]++
+		cdf := r["latency_cdf"].([]any)
 		if r["profile"] != "echo" {
+			if len(cdf) != 0 {
+				t.Errorf("row %d (%v): latency_cdf %v, want []", i, r["profile"], cdf)
+			}
 			checkThroughputRow(t, i, r)
 			continue
 		}
+		checkCDF(t, i, cdf, r["latency_ms"].(map[string]any))
 		if r["latency_kind"] != "rtt" {
 			t.Errorf("row %d: kind %v, profile %v", i, r["latency_kind"], r["profile"])
 		}
@@ -140,6 +150,108 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "pprof: http://127.0.0.1:") {
 		t.Errorf("no pprof address on stderr: %s", stderr.String())
+	}
+	checkOut(t, outDir, stdout.Bytes())
+}
+
+// checkOut checks what --out wrote for the quick suite: results.json as
+// --json wrote it, results.md with a section per profile linking every
+// chart, and the charts.
+func checkOut(t *testing.T, dir string, jsonOut []byte) {
+	t.Helper()
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("--out directory: %v, %v", st, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err != nil || !bytes.Equal(b, jsonOut) {
+		t.Errorf("results.json (%v) differs from --json -", err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"# tickwire bench", "tickwire bench --quick --json - --out ", "**Settings:** profiles echo, pps, bulk", "**Machine:** ", "## echo", "## pps", "## bulk", "| tickwire |", "| kcp |"} {
+		if !bytes.Contains(md, []byte(s)) {
+			t.Errorf("results.md lacks %q", s)
+		}
+	}
+	charts := []string{
+		"p99-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-10.svg",
+		"throughput-pps.svg", "throughput-bulk.svg",
+	}
+	for _, c := range charts {
+		b, err := os.ReadFile(filepath.Join(dir, c))
+		if err != nil || !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.Contains(b, []byte("<svg ")) {
+			t.Errorf("%s: %v, %.80q", c, err, b)
+		}
+		if !bytes.Contains(md, []byte("]("+c+")")) {
+			t.Errorf("results.md does not link %s", c)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(charts)+2 {
+		t.Errorf("%d files in --out, want %d", len(entries), len(charts)+2)
+	}
+}
+
+func TestBenchOutErrors(t *testing.T) {
+	// --out under a regular file: exit 1 at once, before running.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"bench", "--quick", "--out", filepath.Join(file, "out")}, &stdout, &stderr); code != exitFailed {
+		t.Errorf("exit %d, want %d", code, exitFailed)
+	}
+	if !strings.Contains(stderr.String(), "tickwire bench: --out:") || stdout.Len() != 0 {
+		t.Errorf("stderr %q, stdout %q", stderr.String(), stdout.String())
+	}
+
+	// A file of --out that cannot be written: the error names it.
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "results.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rows := []bench.Result{{Transport: bench.Tickwire, Profile: bench.ProfileEcho, LatencyKind: bench.RTT, Sent: 1, Delivered: 1}}
+	err := writeOut(dir, rows, bench.RunInfo{Suite: bench.DefaultSuite()})
+	if err == nil || !strings.Contains(err.Error(), "results.md") {
+		t.Errorf("writeOut over a directory: %v", err)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	got := commandLine([]string{"tickwire", "bench", "--out", "docs/x y", "--loss", "0,1.5", "it's", ""})
+	if want := `tickwire bench --out 'docs/x y' --loss 0,1.5 'it'\''s' ''`; got != want {
+		t.Errorf("commandLine = %s, want %s", got, want)
+	}
+}
+
+// checkCDF checks an echo row's latency_cdf: {p, ms} points ascending in
+// both, from 0 to 100, its last point the max.
+func checkCDF(t *testing.T, i int, cdf []any, latency map[string]any) {
+	t.Helper()
+	if len(cdf) < 10 {
+		t.Errorf("row %d: %d CDF points", i, len(cdf))
+		return
+	}
+	var prevP, prevMS float64 = -1, -1
+	for j, pt := range cdf {
+		m, _ := pt.(map[string]any)
+		checkNumbers(t, fmt.Sprintf("row %d latency_cdf[%d]", i, j), m, []string{"p", "ms"})
+		p, ms := m["p"].(float64), m["ms"].(float64)
+		if p <= prevP || ms < prevMS {
+			t.Errorf("row %d: latency_cdf not ascending at %d: %v", i, j, cdf)
+			return
+		}
+		prevP, prevMS = p, ms
+	}
+	if first := cdf[0].(map[string]any); first["p"] != 0.0 || first["ms"].(float64) <= 0 {
+		t.Errorf("row %d: first CDF point %v", i, first)
+	}
+	if prevP != 100 || prevMS != latency["max"] {
+		t.Errorf("row %d: last CDF point p%v = %v ms, want p100 = max %v ms", i, prevP, prevMS, latency["max"])
 	}
 }
 
