@@ -638,8 +638,6 @@ func (c *batchConn) Close() error {
 
 func (c *batchConn) maxDatagramSize() int { return c.limit }
 
-func (c *batchConn) rawConn() syscall.RawConn { return c.rc }
-
 func (c *batchConn) udpConn() *net.UDPConn { return c.uc }
 
 func (c *batchConn) buffered() bool { return c.gro && c.r.pendI < c.r.pendN }

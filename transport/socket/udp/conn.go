@@ -1,12 +1,9 @@
 package udp
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
@@ -32,8 +29,7 @@ type impl interface {
 	stats(*Stats)
 	features() Features
 	maxDatagramSize() int
-	// rawConn and udpConn are the socket Wait parks on.
-	rawConn() syscall.RawConn
+	// udpConn is the socket Wait watches.
 	udpConn() *net.UDPConn
 	// buffered reports datagrams already received but not yet handed
 	// out (the GRO path's coalesced buffers), which Wait must not sleep
@@ -94,11 +90,7 @@ func newConn(im impl) (*Conn, error) {
 // ReadBatch parks in the Go netpoller, costing no thread and no CPU, until
 // data arrives or Close makes it return an error wrapping net.ErrClosed.
 func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
-	n, err := c.impl.ReadBatch(msgs)
-	if err != nil && c.clearStaleDeadline(err) {
-		return c.impl.ReadBatch(msgs)
-	}
-	return n, err
+	return c.impl.ReadBatch(msgs)
 }
 
 // TryReadBatch is ReadBatch without waiting: it returns (0, nil) when no
@@ -106,22 +98,7 @@ func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
 // call (none when a coalesced receive still holds datagrams); the plain
 // socket one recvmsg per datagram plus the one that finds the queue empty.
 func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
-	n, err := c.impl.TryReadBatch(msgs)
-	if err != nil && c.clearStaleDeadline(err) {
-		return c.impl.TryReadBatch(msgs)
-	}
-	return n, err
-}
-
-// clearStaleDeadline reports whether err is a read deadline — which only
-// a Wake racing the end of a Wait can leave behind, since the Conn
-// exposes no deadlines — and if so clears it for the read to be retried.
-func (c *Conn) clearStaleDeadline(err error) bool {
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		return false
-	}
-	c.impl.udpConn().SetReadDeadline(time.Time{})
-	return true
+	return c.impl.TryReadBatch(msgs)
 }
 
 // WriteBatch sends each msgs[i].Buf[:N] to msgs[i].Addr, in order, and
@@ -138,13 +115,12 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
 
 // Wait implements socket.Waiter: it blocks until a datagram may be ready
 // (or one received earlier is still held), Wake is called, or timeout
-// passes. On Linux the goroutine parks in the Go netpoller like a blocking
-// read, with timeout as the socket's read deadline, and nothing is read (a
-// MSG_PEEK checks for a queued datagram); a ready socket or a pending Wake
-// returns at once. A Wait ended by a datagram or a Wake allocates nothing;
-// one ended by its timeout or by Wake while parked allocates the two
-// objects of the error the standard library's RawConn returns for a
-// deadline.
+// passes. On Linux the socket, an eventfd (Wake) and a timerfd (the
+// timeout) sit in an epoll instance of the Conn's own, which is itself in
+// the Go netpoller: the goroutine parks like a blocking read, no thread
+// blocks, and nothing is read from the socket. A ready socket or a pending
+// Wake returns at once. It costs three or four system calls (arm the
+// timer, check the epoll set, disarm) and allocates nothing.
 // Elsewhere it sleeps for timeout or until Wake, not waking for datagrams.
 // It is part of the read role: not concurrently with ReadBatch or
 // TryReadBatch. After Close it returns an error wrapping net.ErrClosed.
@@ -152,15 +128,14 @@ func (c *Conn) Wait(timeout time.Duration) error {
 	if c.impl.buffered() {
 		return nil
 	}
-	if err := c.w.wait(c.impl.rawConn(), timeout); err != nil {
+	if err := c.w.wait(timeout); err != nil {
 		return &net.OpError{Op: "wait", Net: "udp", Source: net.UDPAddrFromAddrPort(c.impl.LocalAddr()), Err: err}
 	}
 	return nil
 }
 
-// Wake implements socket.Waiter: it ends a blocked Wait (by moving the
-// read deadline into the past), or makes the next one return at once.
-// Safe from any goroutine; no system call.
+// Wake implements socket.Waiter: it ends a blocked Wait, or makes the next
+// one return at once. Safe from any goroutine; one write(2) to an eventfd.
 func (c *Conn) Wake() { c.w.wake() }
 
 // Close closes the socket. Blocked and later reads, writes and Waits

@@ -44,8 +44,6 @@ func openPlain(laddr netip.AddrPort, cfg Config) (impl, error) {
 	return c, nil
 }
 
-func (c *plainConn) rawConn() syscall.RawConn { return c.rc }
-
 func (c *plainConn) udpConn() *net.UDPConn { return c.uc }
 
 func (c *plainConn) buffered() bool { return false }

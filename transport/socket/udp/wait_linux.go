@@ -1,86 +1,169 @@
 package udp
 
 import (
+	"encoding/binary"
+	"errors"
 	"net"
 	"os"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// aLongTimeAgo is a read deadline in the past: setting it ends a parked
-// read at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
-// waiter is the Linux Wait/Wake. Wait parks the goroutine in the Go
-// netpoller, like a blocking read, until the socket is readable, with the
-// timeout as a read deadline; Wake ends it by moving the deadline into the
-// past. No thread blocks and nothing is read: a MSG_PEEK tells whether a
-// datagram is queued.
+// waiter is the Linux Wait/Wake: an epoll instance of our own holding the
+// socket (level-triggered), an eventfd that Wake writes and a timerfd armed
+// with each Wait's timeout. The epoll fd itself is registered with the Go
+// netpoller (as an *os.File), so a Wait parks its goroutine like a
+// blocking read — no thread blocks — and every way out of it (a datagram,
+// a Wake, the timeout) is readiness, never a deadline error: Wait
+// allocates nothing.
 type waiter struct {
-	uc     *net.UDPConn
-	woken  atomic.Bool // a Wake not yet consumed by a Wait
-	parked atomic.Bool // a Wait is (about to be) parked on the deadline
-	closed atomic.Bool
+	mu     sync.RWMutex // shared by Wait and Wake, exclusive in close
+	closed bool
+	ep     *os.File // the epoll fd, in the netpoller
+	rc     syscall.RawConn
+	efd    int // eventfd: Wake
+	tfd    int // timerfd: the timeout
+	one    [8]byte
 
-	// Owned by the waiting goroutine; the callback is bound once so that
-	// Wait allocates nothing.
-	peek   [1]byte
-	waitFn func(fd uintptr) bool
+	// Owned by the waiting goroutine; the callback is bound once.
+	events [3]unix.EpollEvent
+	drain  [8]byte
+	spec   unix.ItimerSpec
+	fired  bool
+	readFn func(fd uintptr) bool
 }
 
-func newWaiter(uc *net.UDPConn) (*waiter, error) {
-	w := &waiter{uc: uc}
-	w.waitFn = w.ready
+func newWaiter(uc *net.UDPConn) (w *waiter, err error) {
+	w = &waiter{efd: -1, tfd: -1}
+	defer func() {
+		if err != nil {
+			w.release()
+		}
+	}()
+	sc, err := uc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	w.ep = os.NewFile(uintptr(epfd), "tickwire-wait-epoll")
+	if w.rc, err = w.ep.SyscallConn(); err != nil {
+		return nil, err
+	}
+	if w.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	if w.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("timerfd_create", err)
+	}
+	add := func(fd int) error {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+		return os.NewSyscallError("epoll_ctl", unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &ev))
+	}
+	// The socket's fd stays open as long as uc does, and the waiter is
+	// closed before uc.
+	var sockErr error
+	if err := sc.Control(func(fd uintptr) { sockErr = add(int(fd)) }); err != nil {
+		return nil, err
+	}
+	if sockErr != nil {
+		return nil, sockErr
+	}
+	if err := add(w.efd); err != nil {
+		return nil, err
+	}
+	if err := add(w.tfd); err != nil {
+		return nil, err
+	}
+	binary.NativeEndian.PutUint64(w.one[:], 1)
+	w.readFn = w.ready
 	return w, nil
 }
 
-// ready is the RawConn.Read callback: true (stop waiting) when a datagram
-// is queued, false (park until readable) when not.
+// ready is the epoll fd's RawConn.Read callback: true (stop waiting) when
+// any of the three has an event, false (park until the epoll fd is
+// readable) when none has. It resets the eventfd and timerfd it finds
+// fired.
 func (w *waiter) ready(fd uintptr) bool {
-	_, _, err := unix.Recvfrom(int(fd), w.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return err != unix.EAGAIN && err != unix.EINTR
+	n, err := unix.EpollWait(int(fd), w.events[:], 0)
+	if err != nil {
+		return !errors.Is(err, unix.EINTR) // a real error: stop, Wait reports nothing worse than a wake-up
+	}
+	for _, ev := range w.events[:n] {
+		switch int(ev.Fd) {
+		case w.efd:
+			unix.Read(w.efd, w.drain[:])
+		case w.tfd:
+			unix.Read(w.tfd, w.drain[:])
+			w.fired = true
+		}
+	}
+	return n > 0
 }
 
-func (w *waiter) wait(rc syscall.RawConn, timeout time.Duration) error {
-	if w.closed.Load() {
+func (w *waiter) wait(timeout time.Duration) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
 		return net.ErrClosed
 	}
-	if w.woken.Swap(false) {
-		return nil
+	// Arm the timer (a zero value would disarm it: wait at least 1 ns).
+	w.spec.Value = unix.NsecToTimespec(max(int64(timeout), 1))
+	if err := unix.TimerfdSettime(w.tfd, 0, &w.spec, nil); err != nil {
+		return os.NewSyscallError("timerfd_settime", err)
 	}
-	// Order matters: the deadline first, then parked, then a last look
-	// at woken. A Wake that stored woken after that look sees parked and
-	// moves the deadline after ours, so it cannot be lost.
-	if err := w.uc.SetReadDeadline(time.Now().Add(max(timeout, 0))); err != nil {
-		return err
+	w.fired = false
+	err := w.rc.Read(w.readFn)
+	if !w.fired {
+		// Disarm, so that the timer cannot fire into the next Wait.
+		w.spec.Value = unix.Timespec{}
+		unix.TimerfdSettime(w.tfd, 0, &w.spec, nil)
 	}
-	w.parked.Store(true)
-	var err error
-	if !w.woken.Swap(false) {
-		err = rc.Read(w.waitFn)
-	}
-	w.parked.Store(false)
-	w.uc.SetReadDeadline(time.Time{})
-	if err != nil && !os.IsTimeout(err) {
-		return err
+	if err != nil {
+		return net.ErrClosed // the epoll fd was closed under the Wait
 	}
 	return nil
 }
 
 func (w *waiter) wake() {
-	w.woken.Store(true)
-	if w.parked.Load() {
-		// A Wait that just returned may have cleared its deadline
-		// already, leaving this one in place: reads clear a stale
-		// deadline and retry (Conn.clearStaleDeadline).
-		w.uc.SetReadDeadline(aLongTimeAgo)
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if !w.closed {
+		unix.Write(w.efd, w.one[:]) // EAGAIN only at a counter near 2^64: still readable
 	}
 }
 
+// close ends a parked Wait (closing the epoll file evicts it from the
+// netpoller) and releases the descriptors once no Wait or Wake holds them.
 func (w *waiter) close() {
-	w.closed.Store(true)
-	w.wake()
+	if w.ep != nil {
+		w.ep.Close()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		w.release()
+	}
+}
+
+func (w *waiter) release() {
+	if w.ep != nil {
+		w.ep.Close()
+	}
+	if w.efd >= 0 {
+		unix.Close(w.efd)
+	}
+	if w.tfd >= 0 {
+		unix.Close(w.tfd)
+	}
 }

@@ -5,7 +5,6 @@ package udp
 import (
 	"net"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -21,7 +20,7 @@ type waiter struct {
 
 func newWaiter(*net.UDPConn) (*waiter, error) { return &waiter{woken: make(chan struct{}, 1)}, nil }
 
-func (w *waiter) wait(_ syscall.RawConn, timeout time.Duration) error {
+func (w *waiter) wait(timeout time.Duration) error {
 	w.mu.Lock()
 	closed := w.closed
 	w.mu.Unlock()
