@@ -344,16 +344,21 @@ func (e *echoRecorder) onEcho(p []byte) {
 }
 
 // latency returns the recorded percentiles in milliseconds.
-func (e *echoRecorder) latency() Latency {
-	if e.hist.TotalCount() == 0 {
+func (e *echoRecorder) latency() Latency { return latencyOf(e.hist) }
+
+// latencyOf returns the percentiles of h, recorded in microseconds, in
+// milliseconds; all zero when h is empty. Every profile that measures a
+// latency reports it through this function, so the rows stay comparable.
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
 		return Latency{}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	return Latency{
-		P50:  ms(e.hist.ValueAtQuantile(50)),
-		P90:  ms(e.hist.ValueAtQuantile(90)),
-		P99:  ms(e.hist.ValueAtQuantile(99)),
-		P999: ms(e.hist.ValueAtQuantile(99.9)),
-		Max:  ms(e.hist.Max()),
+		P50:  ms(h.ValueAtQuantile(50)),
+		P90:  ms(h.ValueAtQuantile(90)),
+		P99:  ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)),
+		Max:  ms(h.Max()),
 	}
 }

@@ -156,10 +156,7 @@ func (r *loadRecorder) onEcho(c *loadClient, p []byte) {
 }
 
 // latency returns the recorded percentiles in milliseconds.
-func (r *loadRecorder) latency() Latency {
-	e := echoRecorder{hist: r.hist}
-	return e.latency()
-}
+func (r *loadRecorder) latency() Latency { return latencyOf(r.hist) }
 
 // heapInuse returns HeapInuse after a full collection.
 func heapInuse() uint64 {
