@@ -19,10 +19,15 @@ type kcpTransport struct {
 
 func (t kcpTransport) Name() string { return t.name }
 
-// configure applies the mode to one session (client or server).
-func (t kcpTransport) configure(s *kcp.UDPSession, mtu int) error {
+// configure applies the mode to one session (client or server): the
+// NoDelay mode, send and receive windows of window packets (0: KCPWindow)
+// and the MTU.
+func (t kcpTransport) configure(s *kcp.UDPSession, mtu, window int) error {
+	if window == 0 {
+		window = KCPWindow
+	}
 	s.SetNoDelay(t.nodelay[0], t.nodelay[1], t.nodelay[2], t.nodelay[3])
-	s.SetWindowSize(KCPWindow, KCPWindow)
+	s.SetWindowSize(window, window)
 	if !s.SetMtu(mtu) {
 		return fmt.Errorf("bench: kcp refuses MTU %d", mtu)
 	}
@@ -55,14 +60,14 @@ func (t kcpTransport) Open(cfg PairConfig) (Pair, error) {
 		return nil, err
 	}
 	p.wg.Add(1)
-	go p.accept(t, cfg.MTU)
+	go p.accept(t, cfg.MTU, cfg.MaxInFlight)
 
 	c, err := kcp.DialWithOptions(via.String(), nil, 0, 0)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("bench: kcp dial: %w", err)
 	}
-	if err := t.configure(c, cfg.MTU); err != nil {
+	if err := t.configure(c, cfg.MTU, cfg.MaxInFlight); err != nil {
 		c.Close()
 		p.Close()
 		return nil, err
@@ -74,14 +79,14 @@ func (t kcpTransport) Open(cfg PairConfig) (Pair, error) {
 }
 
 // accept echoes every accepted session until the listener closes.
-func (p *kcpPair) accept(t kcpTransport, mtu int) {
+func (p *kcpPair) accept(t kcpTransport, mtu, window int) {
 	defer p.wg.Done()
 	for {
 		s, err := p.l.AcceptKCP()
 		if err != nil {
 			return
 		}
-		_ = t.configure(s, mtu) // the client's MTU was accepted already
+		_ = t.configure(s, mtu, window) // the client's MTU was accepted already
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()

@@ -41,6 +41,7 @@ type tickwirePair struct {
 func (tickwireTransport) Open(cfg PairConfig) (Pair, error) {
 	loopback := netip.MustParseAddrPort("127.0.0.1:0")
 	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.MTU}}
+	ecfg.Channel.Ack.MaxInFlight = cfg.MaxInFlight
 	serverSock, err := udp.Open(loopback, udp.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("bench: tickwire server socket: %w", err)

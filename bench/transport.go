@@ -56,6 +56,11 @@ type PairConfig struct {
 	OnEcho func(p []byte)
 	// ConnectTimeout bounds the wait for the client's session.
 	ConnectTimeout time.Duration
+	// MaxInFlight bounds the datagrams in flight (0: the transport's
+	// default): for tickwire, both channels' transport.Config.Ack.MaxInFlight
+	// (the span of unacked datagram seqs, default 64); for kcp, both
+	// sessions' send and receive windows in packets (default KCPWindow).
+	MaxInFlight int
 }
 
 // Pair is an open client/server pair whose server echoes every message
