@@ -67,7 +67,8 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // cpu-per column (pps: CPU seconds per million messages delivered; bulk:
 // CPU seconds per GB, 10^9 bytes, delivered); load rows fill them with
 // the peers and the heap per peer, and the server goroutine's µs per
-// peer-tick; echo rows show "-".
+// peer-tick; actions rows show the peers and the inputs the server
+// refused; echo rows show "-".
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "profile\tloss%\tdelay±jit ms\ttransport\tsent\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tp99 tw/kcp\twire/payload\tcpu s\tallocs/msg\tthroughput\tcpu per\tstatus\t")
@@ -100,6 +101,8 @@ func WriteTable(w io.Writer, rs []Result) error {
 // throughputCells returns the throughput and cpu-per cells of r.
 func throughputCells(r Result) (tput, per string) {
 	switch {
+	case r.Profile == ProfileActions:
+		return fmt.Sprintf("%d peers, %d refused", r.Peers, r.Refused), "-"
 	case r.Delivered == 0:
 		return "-", "-"
 	case r.Profile == ProfileLoad:
