@@ -33,6 +33,13 @@
 //   - [ProfileLoad] (not in the default suite): many tickwire clients in
 //     one process against one server at 60 Hz, direct at 0 % loss; the
 //     server's µs per peer-tick, echo round trip and heap per peer.
+//   - [ProfileActions] (not in the default suite): the rollback action
+//     stream — Peers clients send one input per frame at 60 Hz to one
+//     rollback.Server, each client through its own Relay; one-way latency
+//     from sampling an input to the server applying it, and a check that
+//     every input is applied exactly once. Tickwire runs the real stack
+//     (ServerLinks and predicting Clients over Endpoints); kcp carries the
+//     same inputs to the same server over kcp-go sessions.
 //
 // Pps and bulk connect the ends directly, not through the Relay, at 0 %
 // loss: the relay forwards one datagram per system call on one goroutine
@@ -55,7 +62,9 @@
 // down from one row to the next. Wire bytes are the UDP payload bytes both
 // ends handed to the relay (IP and UDP headers not included).
 //
-// In Run every socket is bound to 127.0.0.1, and every run is bounded in
-// time and message count. Across processes (RunClient) the figures are the
-// client process's; see RunClient for what each field then means.
+// Every profile turns its latency histogram into percentiles and a CDF the
+// same way (latencyOf). In Run every socket is bound to 127.0.0.1, and
+// every run is bounded in time and message count. Across processes
+// (RunClient) the figures are the client process's; see RunClient for what
+// each field then means.
 package bench

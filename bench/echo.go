@@ -13,6 +13,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tickwire/tickwire/ackmap"
+	"github.com/tickwire/tickwire/rollback"
 	"github.com/tickwire/tickwire/transport/simlink"
 )
 
@@ -80,15 +82,22 @@ func (l Link) result() LinkResult {
 // Scenario is one row: a transport running a profile over a link. Zero
 // fields take the Default values.
 type Scenario struct {
-	Profile   string // ProfileEcho (the default), ProfilePPS, ProfileBulk or ProfileLoad
+	// Profile is ProfileEcho (the default), ProfilePPS, ProfileBulk,
+	// ProfileLoad or ProfileActions.
+	Profile   string
 	Transport string // one of Transports
 	Link      Link
-	Count     int     // messages sent
-	Rate      float64 // messages per second
-	Size      int     // message bytes, [MinSize, MaxSize]
-	MTU       int     // datagram bytes for both transports
+	// Count is the messages sent (actions: the inputs each client
+	// generates, one per frame).
+	Count int
+	// Rate is the messages per second (actions: the frame rate of the
+	// server and the clients, range (0, 1000]).
+	Rate float64
+	Size int // message bytes, [MinSize, MaxSize]; actions ignore it
+	MTU  int // datagram bytes for both transports
 	// Drain bounds the wait for outstanding echoes (pps and bulk: the
-	// outstanding deliveries) after the last send.
+	// outstanding deliveries; actions: the inputs not applied yet) after
+	// the last send.
 	Drain time.Duration
 	// Duration is how long pps and load send, and how long bulk may send
 	// (pps, bulk and load only; default DefaultDuration, for load
@@ -97,9 +106,26 @@ type Scenario struct {
 	// Bytes is the size of the bulk transfer (bulk only; default
 	// DefaultBulkBytes).
 	Bytes int64
-	// Peers is the number of clients (load only; default DefaultPeers,
-	// range [1, DefaultPeers]).
+	// Peers is the number of clients (load and actions only; default
+	// DefaultPeers for load, DefaultActionPeers for actions; range
+	// [1, DefaultPeers]). For actions, Peers × Count is at most
+	// MaxActionInputs.
 	Peers int
+	// FrameCapacity is the frames each rollback action log holds, the
+	// server's and every client's (actions only; 0: rollback's default,
+	// rollback.DefaultFrameCapacity = 64; range
+	// [rollback.MinFrameCapacity, rollback.MaxFrameCapacity]). It bounds
+	// how late an input may arrive and still be applied: see
+	// ProfileActions.
+	FrameCapacity int
+	// MaxInFlight bounds the datagrams in flight on each connection (echo
+	// and actions only; 0: the transport's default; range [0,
+	// ackmap.MaxInFlightLimit]). Tickwire: every channel's
+	// transport.Config.Ack.MaxInFlight, the span of unacked datagram seqs
+	// (default 64; a send beyond it gives up the oldest as lost). kcp and
+	// kcp-default: every session's send and receive window, in packets
+	// (default KCPWindow; a full send window blocks Write).
+	MaxInFlight int
 }
 
 func (s Scenario) withDefaults() Scenario {
@@ -127,6 +153,9 @@ func (s Scenario) withDefaults() Scenario {
 	if s.Duration == 0 {
 		s.Duration = DefaultDuration
 	}
+	if s.Peers == 0 && s.Profile == ProfileActions {
+		s.Peers = DefaultActionPeers
+	}
 	if s.Peers == 0 {
 		s.Peers = DefaultPeers
 	}
@@ -149,8 +178,18 @@ func (s Scenario) Validate() error {
 		return bad("transport %q runs only the %q profile", Raw, ProfilePPS)
 	case s.Profile == ProfileLoad && s.Transport != Tickwire:
 		return bad("profile %q runs only the %q transport", ProfileLoad, Tickwire)
+	case s.Transport == Raw && s.Profile == ProfileActions:
+		return bad("transport %q runs only the %q profile", Raw, ProfilePPS)
 	case s.Peers < 1 || s.Peers > DefaultPeers:
 		return bad("peers %d not in [1, %d]", s.Peers, DefaultPeers)
+	case s.Profile == ProfileActions && s.Rate > MaxActionRate:
+		return bad("rate %v above %d Hz, the frame rate limit of %q", s.Rate, MaxActionRate, ProfileActions)
+	case s.Profile == ProfileActions && int64(s.Peers)*int64(s.Count) > MaxActionInputs:
+		return bad("peers × count %d above %d", int64(s.Peers)*int64(s.Count), MaxActionInputs)
+	case s.FrameCapacity != 0 && (s.FrameCapacity < rollback.MinFrameCapacity || s.FrameCapacity > rollback.MaxFrameCapacity):
+		return bad("frame capacity %d not 0 or in [%d, %d]", s.FrameCapacity, rollback.MinFrameCapacity, rollback.MaxFrameCapacity)
+	case s.MaxInFlight < 0 || s.MaxInFlight > ackmap.MaxInFlightLimit:
+		return bad("max in flight %d not in [0, %d]", s.MaxInFlight, ackmap.MaxInFlightLimit)
 	case s.Duration <= 0 || s.Duration > MaxDuration:
 		return bad("duration %v not in (0, %v]", s.Duration, MaxDuration)
 	case s.Bytes < 1 || s.Bytes > MaxBulkBytes:
@@ -181,8 +220,9 @@ func (s Scenario) Validate() error {
 // early (the row then Failed unless every sent message came back).
 //
 // Echo runs the transport's server half and client half (the code Serve
-// and RunClient run in separate processes) with a Relay between them. Pps
-// and bulk connect the two ends directly,
+// and RunClient run in separate processes) with a Relay between them;
+// actions runs through a Relay per client. Pps and bulk connect the two
+// ends directly,
 // without one, at 0 % loss: the relay reads and writes one datagram per
 // system call on each direction's goroutine, so it cannot forward faster
 // than the raw floor and would measure itself, not the transports.
@@ -194,6 +234,8 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 	switch s.Profile {
 	case ProfileLoad:
 		return runLoad(ctx, s)
+	case ProfileActions:
+		return runActions(ctx, s)
 	case ProfilePPS, ProfileBulk:
 		return runThroughput(ctx, s)
 	}
@@ -206,7 +248,7 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 	link := s.Link.config()
 	open := func(onEcho func([]byte)) (clientHalf, error) {
 		var err error
-		if srv, err = t.listen(listenConfig{addr: netip.MustParseAddrPort("127.0.0.1:0"), mtu: s.MTU}); err != nil {
+		if srv, err = t.listen(listenConfig{addr: netip.MustParseAddrPort("127.0.0.1:0"), mtu: s.MTU, maxInFlight: s.MaxInFlight}); err != nil {
 			return nil, err
 		}
 		relay, err = NewRelay(RelayConfig{Target: srv.addr(), Up: link, Down: link, Seed: s.Link.Seed})
@@ -214,7 +256,7 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 			srv.close()
 			return nil, err
 		}
-		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, onEcho: onEcho, connectTimeout: DefaultConnectTimeout})
+		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, maxInFlight: s.MaxInFlight, onEcho: onEcho, connectTimeout: DefaultConnectTimeout})
 		if err != nil {
 			srv.close()
 			relay.Close()

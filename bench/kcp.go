@@ -37,10 +37,15 @@ type kcpTransport struct {
 
 func (t kcpTransport) Name() string { return t.name }
 
-// configure applies the mode to one session (client or server).
-func (t kcpTransport) configure(s *kcp.UDPSession, mtu int) error {
+// configure applies the mode to one session (client or server): the
+// NoDelay mode, send and receive windows of window packets (0: KCPWindow)
+// and the MTU.
+func (t kcpTransport) configure(s *kcp.UDPSession, mtu, window int) error {
+	if window == 0 {
+		window = KCPWindow
+	}
 	s.SetNoDelay(t.nodelay[0], t.nodelay[1], t.nodelay[2], t.nodelay[3])
-	s.SetWindowSize(KCPWindow, KCPWindow)
+	s.SetWindowSize(window, window)
 	if !s.SetMtu(mtu) {
 		return fmt.Errorf("bench: kcp refuses MTU %d", mtu)
 	}
@@ -53,6 +58,7 @@ func (t kcpTransport) configure(s *kcp.UDPSession, mtu int) error {
 type kcpServer struct {
 	t      kcpTransport
 	mtu    int
+	window int // 0: KCPWindow
 	l      *kcp.Listener
 	wg     sync.WaitGroup
 	stop   chan struct{}
@@ -70,7 +76,7 @@ func (t kcpTransport) listen(cfg listenConfig) (serverHalf, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: kcp listen: %w", err)
 	}
-	s := &kcpServer{t: t, mtu: cfg.mtu, l: l, stop: make(chan struct{}), sessions: map[*kcp.UDPSession]*atomic.Uint64{}}
+	s := &kcpServer{t: t, mtu: cfg.mtu, window: cfg.maxInFlight, l: l, stop: make(chan struct{}), sessions: map[*kcp.UDPSession]*atomic.Uint64{}}
 	s.wg.Add(2)
 	go s.accept()
 	go s.sweep()
@@ -85,7 +91,7 @@ func (s *kcpServer) accept() {
 		if err != nil {
 			return
 		}
-		_ = s.t.configure(sess, s.mtu) // the client's MTU was accepted already
+		_ = s.t.configure(sess, s.mtu, s.window) // the client's MTU was accepted already
 		n := new(atomic.Uint64)
 		s.mu.Lock()
 		if s.closed {
@@ -208,7 +214,7 @@ func (t kcpTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, err
 	if err != nil {
 		return nil, fmt.Errorf("bench: kcp dial: %w", err)
 	}
-	if err := t.configure(s, cfg.mtu); err != nil {
+	if err := t.configure(s, cfg.mtu, cfg.maxInFlight); err != nil {
 		s.Close()
 		return nil, err
 	}

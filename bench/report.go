@@ -67,7 +67,8 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // cpu-per column (pps: CPU seconds per million messages delivered; bulk:
 // CPU seconds per GB, 10^9 bytes, delivered); load rows fill them with
 // the peers and the heap per peer, and the server goroutine's µs per
-// peer-tick; echo rows show "-". A row whose link is unknown (RunClient's)
+// peer-tick; actions rows show the peers and the inputs the server
+// refused; echo rows show "-". A row whose link is unknown (RunClient's)
 // shows "-" for loss and delay.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -129,6 +130,8 @@ func tableRow(r Result, rows []Result) []string {
 // throughputCells returns the throughput and cpu-per cells of r.
 func throughputCells(r Result) (tput, per string) {
 	switch {
+	case r.Profile == ProfileActions:
+		return fmt.Sprintf("%d peers, %d refused", r.Peers, r.Refused), "-"
 	case r.Delivered == 0:
 		return "-", "-"
 	case r.Profile == ProfileLoad:

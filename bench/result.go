@@ -27,9 +27,14 @@ type Result struct {
 	// LatencyMS is all zero).
 	LatencyKind string `json:"latency_kind"`
 	// Sent counts the messages the profile sent; Delivered those that
-	// completed (for echo: whose echo came back intact, once).
+	// completed (for echo: whose echo came back intact, once; for actions:
+	// the inputs generated, and those the server applied exactly once).
 	Sent      int64 `json:"sent"`
 	Delivered int64 `json:"delivered"`
+	// Refused counts the inputs the rollback server refused — too late for
+	// its rewind bound, say — which are therefore not delivered (actions;
+	// 0 for the other profiles).
+	Refused int64 `json:"refused"`
 	// LatencyMS are percentiles of the delivered messages' latency, in
 	// milliseconds (µs resolution). All zero when nothing was delivered.
 	LatencyMS Latency `json:"latency_ms"`
@@ -41,7 +46,8 @@ type Result struct {
 	LatencyCDF []CDFPoint `json:"latency_cdf"`
 	// PayloadBytes are the application payload bytes carried, both
 	// directions (for echo: message size × (Sent + Delivered), the
-	// client's messages and the echoes that came back).
+	// client's messages and the echoes that came back; for actions: the
+	// inputs' payload bytes, 8 × Sent).
 	PayloadBytes int64 `json:"payload_bytes"`
 	// WireBytes are the UDP payload bytes both ends sent into the relay:
 	// headers, acks, retransmissions and redundancy included, IP/UDP
@@ -70,7 +76,8 @@ type Result struct {
 	// ThroughputMBPerS is the payload delivered over the same time, in
 	// 10^6 bytes per second (pps and bulk; 0 for echo).
 	ThroughputMBPerS float64 `json:"throughput_mb_per_s"`
-	// Peers is the number of clients (load; 0 for the other profiles).
+	// Peers is the number of clients (load and actions; 0 for the other
+	// profiles).
 	Peers int `json:"peers"`
 	// ServerCPUUsPerPeerTick is the time the server goroutine spent inside
 	// Poll and Flush (echoing included) over the send window, divided by
@@ -116,9 +123,13 @@ type CDFPoint struct {
 }
 
 // Reliable reports whether the row's profile promises delivery of every
-// message (echo, bulk and load do; pps does not).
+// message (echo, bulk, load and actions do; pps does not).
 func (r Result) Reliable() bool {
-	return r.Profile == ProfileEcho || r.Profile == ProfileBulk || r.Profile == ProfileLoad
+	switch r.Profile {
+	case ProfileEcho, ProfileBulk, ProfileLoad, ProfileActions:
+		return true
+	}
+	return false
 }
 
 // Failed reports whether a reliable row delivered less (or more) than it

@@ -24,17 +24,18 @@ const (
 	DefaultSeed   = 1
 )
 
-// Suite is a set of scenarios: for echo, every transport on every loss
-// rate through the relay; for pps and bulk, one row per transport, direct
-// at 0 % loss (see Run), pps with a Raw row added as its floor. Raw is
-// skipped for echo and bulk. Load, not in the default suite, is one
-// tickwire row, direct at 0 % loss; the other transports are skipped for
-// it. The rest of the settings are shared.
+// Suite is a set of scenarios: for echo and actions, every transport on
+// every loss rate through the relay; for pps and bulk, one row per
+// transport, direct at 0 % loss (see Run), pps with a Raw row added as its
+// floor. Raw is skipped for echo, actions and bulk. Load, not in the
+// default suite, is one tickwire row, direct at 0 % loss; the other
+// transports are skipped for it. Actions is not in the default suite
+// either. The rest of the settings are shared.
 type Suite struct {
 	Profiles   []string
 	Transports []string
-	Losses     []float64 // probabilities in [0, 1]; echo only
-	Link       Link      // Loss is taken from Losses; echo only
+	Losses     []float64 // probabilities in [0, 1]; echo and actions only
+	Link       Link      // Loss is taken from Losses; echo and actions only
 	Count      int
 	Rate       float64
 	Size       int
@@ -45,6 +46,12 @@ type Suite struct {
 	// LoadDuration is how long load sends (0: DefaultLoadDuration).
 	LoadDuration time.Duration
 	Peers        int // load
+	// ActionPeers is the actions rows' clients (0: DefaultActionPeers).
+	ActionPeers int
+	// FrameCapacity and MaxInFlight go to every row (see Scenario; they
+	// apply to actions, and MaxInFlight to echo too).
+	FrameCapacity int
+	MaxInFlight   int
 }
 
 // DefaultSuite returns the suite `tickwire bench` runs with no flags:
@@ -62,14 +69,16 @@ func DefaultSuite() Suite {
 		MTU:        DefaultMTU,
 		Duration:   DefaultDuration,
 		Bytes:      DefaultBulkBytes,
-		// Not run by default; the settings for --profile load.
+		// Not run by default; the settings for --profile load and
+		// --profile actions.
 		LoadDuration: DefaultLoadDuration,
 		Peers:        DefaultPeers,
+		ActionPeers:  DefaultActionPeers,
 	}
 }
 
-// Scenarios expands the suite, profile by profile; echo loss-major,
-// transports adjacent.
+// Scenarios expands the suite, profile by profile; echo and actions
+// loss-major, transports adjacent.
 func (s Suite) Scenarios() []Scenario {
 	var out []Scenario
 	row := func(profile, t string, link Link) Scenario {
@@ -77,11 +86,12 @@ func (s Suite) Scenarios() []Scenario {
 			Profile: profile, Transport: t, Link: link,
 			Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
 			Duration: s.Duration, Bytes: s.Bytes, Peers: s.Peers,
+			FrameCapacity: s.FrameCapacity, MaxInFlight: s.MaxInFlight,
 		}
 	}
 	for _, profile := range s.Profiles {
 		switch profile {
-		case ProfileEcho:
+		case ProfileEcho, ProfileActions:
 			for _, loss := range s.Losses {
 				for _, t := range s.Transports {
 					if t == Raw {
@@ -89,7 +99,11 @@ func (s Suite) Scenarios() []Scenario {
 					}
 					link := s.Link
 					link.Loss = loss
-					out = append(out, row(profile, t, link))
+					r := row(profile, t, link)
+					if profile == ProfileActions {
+						r.Peers = s.ActionPeers
+					}
+					out = append(out, r)
 				}
 			}
 		case ProfilePPS, ProfileBulk:

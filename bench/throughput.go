@@ -24,9 +24,9 @@ const (
 	ProfileBulk = "bulk"
 )
 
-// Profiles lists the profile names, in the default suite's order; load,
-// last, is not in the default suite.
-var Profiles = []string{ProfileEcho, ProfilePPS, ProfileBulk, ProfileLoad}
+// Profiles lists the profile names, in the default suite's order; load
+// and actions, last, are not in the default suite.
+var Profiles = []string{ProfileEcho, ProfilePPS, ProfileBulk, ProfileLoad, ProfileActions}
 
 // NoLatency is the latency kind of the throughput profiles: they measure
 // no latency, and their latency fields are zero.

@@ -50,7 +50,7 @@ func kcpFlow(ctx context.Context, s Scenario, t kcpTransport) (flow, error) {
 		if err != nil {
 			return
 		}
-		_ = t.configure(sess, s.MTU) // the client's MTU was accepted already
+		_ = t.configure(sess, s.MTU, 0) // the client's MTU was accepted already
 		mu.Lock()
 		if closed {
 			mu.Unlock()
@@ -92,7 +92,7 @@ func kcpFlow(ctx context.Context, s Scenario, t kcpTransport) (flow, error) {
 		shutdown(nil)
 		return flow{}, fmt.Errorf("kcp dial: %w", err)
 	}
-	if err := t.configure(c, s.MTU); err != nil {
+	if err := t.configure(c, s.MTU, 0); err != nil {
 		shutdown(c)
 		return flow{}, err
 	}

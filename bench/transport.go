@@ -66,14 +66,20 @@ type Transport interface {
 type listenConfig struct {
 	addr netip.AddrPort // the socket's address; port 0 picks one
 	mtu  int            // largest datagram sent (UDP payload)
+	// maxInFlight bounds the datagrams in flight (0: the transport's
+	// default): for tickwire, transport.Config.Ack.MaxInFlight (the span of
+	// unacked datagram seqs, default 64); for kcp, the send and receive
+	// windows in packets (default KCPWindow).
+	maxInFlight int
 }
 
 // dialConfig is what a client half needs.
 type dialConfig struct {
 	// server is the address the client sends to: a server half's, or a
 	// Relay's in front of it.
-	server netip.AddrPort
-	mtu    int // largest datagram sent (UDP payload)
+	server      netip.AddrPort
+	mtu         int // largest datagram sent (UDP payload)
+	maxInFlight int // as listenConfig.maxInFlight
 	// onEcho receives every message echoed back, on one goroutine of the
 	// client's; p is valid only during the call.
 	onEcho func(p []byte)

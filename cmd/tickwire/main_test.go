@@ -31,7 +31,7 @@ var schema = map[string]kind{
 	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
-	"peers": number, "server_cpu_us_per_peer_tick": number, "memory_per_peer_bytes": number,
+	"peers": number, "refused": number, "server_cpu_us_per_peer_tick": number, "memory_per_peer_bytes": number,
 }
 
 var (
