@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/bench"
 	"github.com/tickwire/tickwire/bench/chart"
+	"github.com/tickwire/tickwire/rollback"
 )
 
 // Settings of --quick: a few seconds in all, for tests and smoke runs.
@@ -23,7 +25,8 @@ const (
 	quickDrain     = 3 * time.Second
 	quickDuration  = 300 * time.Millisecond // pps sending, bulk bound
 	quickBulkBytes = 2 << 20
-	quickPeers     = 16
+	quickPeers     = 16          // load
+	quickActPeers  = 4           // actions
 	quickLoad      = time.Second // load sending
 )
 
@@ -47,6 +50,8 @@ type benchFlags struct {
 	duration   time.Duration
 	bulkMB     float64
 	peers      int
+	inFlight   int
+	frameCap   int
 	quick      bool
 	json       string
 	out        string
@@ -72,7 +77,9 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.size, "size", def.Size, fmt.Sprintf("message size in bytes [%d, %d]", bench.MinSize, bench.MaxSize))
 	fs.IntVar(&f.mtu, "mtu", def.MTU, "datagram size for both transports [576, 1472]")
 	fs.DurationVar(&f.duration, "duration", def.Duration, fmt.Sprintf("pps: how long to send; bulk: the most time sending may take; load: how long to send, %v unless given", def.LoadDuration))
-	fs.IntVar(&f.peers, "peers", def.Peers, fmt.Sprintf("load: clients against the one server [1, %d]", bench.DefaultPeers))
+	fs.IntVar(&f.peers, "peers", 0, fmt.Sprintf("load and actions: clients against the one server [1, %d] (default: load %d, actions %d)", bench.DefaultPeers, def.Peers, def.ActionPeers))
+	fs.IntVar(&f.inFlight, "max-in-flight", 0, fmt.Sprintf("echo and actions: datagrams in flight, tickwire's ack window [1, %d] (default %d) and kcp's send and receive windows in packets (default %d); 0 keeps the defaults", ackmap.MaxInFlightLimit, ackmap.DefaultMaxInFlight, bench.KCPWindow))
+	fs.IntVar(&f.frameCap, "frame-capacity", 0, fmt.Sprintf("actions: frames the rollback action log holds [%d, %d] (default %d); the server rewinds at most three quarters of it", rollback.MinFrameCapacity, rollback.MaxFrameCapacity, rollback.DefaultFrameCapacity))
 	fs.Float64Var(&f.bulkMB, "bulk-mb", float64(def.Bytes)/(1<<20), "bulk: MiB to transfer")
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row, pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
 		formatPercents(quickLosses), quickCount, quickDuration, quickBulkBytes>>20, quickPeers, quickLoad))
@@ -89,7 +96,10 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "(32 MiB reliable-ordered in 1 KiB messages), one way, direct at 0 % loss.")
 		fmt.Fprintln(stderr, "--profile load (not in the default run): --peers clients at 60 Hz against one")
 		fmt.Fprintln(stderr, "tickwire server, direct at 0 % loss, for 5 s; server µs per peer-tick, echo")
-		fmt.Fprintln(stderr, "round trip, heap per peer.")
+		fmt.Fprintln(stderr, "round trip, heap per peer. --profile actions (not in the default run): --peers")
+		fmt.Fprintln(stderr, "clients (default 8) send one rollback input per 60 Hz frame to one rollback")
+		fmt.Fprintln(stderr, "server, each through its own conditioned link, at each --loss; one-way latency")
+		fmt.Fprintln(stderr, "from sampling an input to the server applying it, every input exactly once.")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "--out DIR also writes into DIR: results.json (as --json), results.md (the")
 		fmt.Fprintln(stderr, "settings, the machine, one table per profile, links to the charts) and SVG charts:")
@@ -143,19 +153,27 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 		return s, fmt.Errorf("--mtu %d: want at least 576", f.mtu)
 	case f.duration <= 0:
 		return s, fmt.Errorf("--duration %v: want more than 0", f.duration)
-	case f.peers < 1:
+	case set["peers"] && f.peers < 1:
 		return s, fmt.Errorf("--peers %d: want at least 1", f.peers)
+	case f.inFlight < 0:
+		return s, fmt.Errorf("--max-in-flight %d: want at least 0", f.inFlight)
+	case f.frameCap < 0:
+		return s, fmt.Errorf("--frame-capacity %d: want at least 0", f.frameCap)
 	case !(f.bulkMB > 0) || f.bulkMB*(1<<20) > bench.MaxBulkBytes:
 		return s, fmt.Errorf("--bulk-mb %v: want more than 0, at most %d", f.bulkMB, bench.MaxBulkBytes>>20)
 	}
 	s.Count, s.Rate, s.Size, s.MTU = f.count, f.rate, f.size, f.mtu
-	s.Duration, s.Bytes, s.Peers = f.duration, int64(f.bulkMB*(1<<20)), f.peers
+	s.Duration, s.Bytes = f.duration, int64(f.bulkMB*(1<<20))
+	s.MaxInFlight, s.FrameCapacity = f.inFlight, f.frameCap
+	if set["peers"] {
+		s.Peers, s.ActionPeers = f.peers, f.peers
+	}
 	if set["duration"] {
 		s.LoadDuration = f.duration
 	}
 	if f.quick {
 		if !set["peers"] {
-			s.Peers = quickPeers
+			s.Peers, s.ActionPeers = quickPeers, quickActPeers
 		}
 		if !set["duration"] {
 			s.LoadDuration = quickLoad

@@ -415,3 +415,44 @@ func TestBenchLoadQuick(t *testing.T) {
 		t.Errorf("--peers 255: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestBenchActionsQuick runs `bench --profile actions` with 2 peers, 30
+// inputs each, at 0 and 10 % loss, with the window and frame-capacity
+// flags set: one row per transport and loss, one-way latency, every input
+// applied exactly once; the new flags reject values out of range.
+func TestBenchActionsQuick(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "--profile", "actions", "--quick", "--peers", "2", "--loss", "0,10",
+		"--max-in-flight", "128", "--frame-capacity", "128", "--json", "-"}
+	if code := run(ctx, args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+	}
+	var doc struct{ Results []map[string]any }
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil || len(doc.Results) != 4 {
+		t.Fatalf("want 4 rows (tickwire and kcp at 2 loss rates): %v\n%s", err, stdout.String())
+	}
+	for i, r := range doc.Results {
+		if r["profile"] != "actions" || r["latency_kind"] != "one_way" || r["peers"] != 2.0 ||
+			r["sent"] != 2.0*quickCount || r["delivered"] != r["sent"] || r["refused"] != 0.0 {
+			t.Errorf("row %d: %v", i, r)
+		}
+		if l, _ := r["latency_ms"].(map[string]any); !(l["p50"].(float64) > 25) {
+			t.Errorf("row %d: p50 %v, want above the 25 ms one-way delay", i, l["p50"])
+		}
+	}
+	for _, bad := range [][]string{
+		{"--max-in-flight", "-1"},
+		{"--max-in-flight", "20000"},
+		{"--frame-capacity", "-1"},
+		{"--frame-capacity", "1"},
+		{"--peers", "0"},
+	} {
+		stderr.Reset()
+		a := append([]string{"bench", "--profile", "actions"}, bad...)
+		if code := run(ctx, a, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", bad, code, exitUsage, stderr.String())
+		}
+	}
+}
