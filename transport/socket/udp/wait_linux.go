@@ -32,7 +32,6 @@ type waiter struct {
 	events [3]unix.EpollEvent
 	drain  [8]byte
 	spec   unix.ItimerSpec
-	fired  bool
 	readFn func(fd uintptr) bool
 }
 
@@ -104,7 +103,6 @@ func (w *waiter) ready(fd uintptr) bool {
 			unix.Read(w.efd, w.drain[:])
 		case w.tfd:
 			unix.Read(w.tfd, w.drain[:])
-			w.fired = true
 		}
 	}
 	return n > 0
@@ -121,13 +119,9 @@ func (w *waiter) wait(timeout time.Duration) error {
 	if err := unix.TimerfdSettime(w.tfd, 0, &w.spec, nil); err != nil {
 		return os.NewSyscallError("timerfd_settime", err)
 	}
-	w.fired = false
+	// No disarm afterwards: the next Wait's settime resets the timer and
+	// its expiry count, so a late expiry cannot end that Wait early.
 	err := w.rc.Read(w.readFn)
-	if !w.fired {
-		// Disarm, so that the timer cannot fire into the next Wait.
-		w.spec.Value = unix.Timespec{}
-		unix.TimerfdSettime(w.tfd, 0, &w.spec, nil)
-	}
 	if err != nil {
 		return net.ErrClosed // the epoll fd was closed under the Wait
 	}
