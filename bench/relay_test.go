@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,26 +219,37 @@ func relayRun(t *testing.T, cfg simlink.LinkConfig, seed uint64, n int) ([]Decis
 	defer client.Close()
 	_ = client.SetReadBuffer(4 << 20)
 	got := make(chan int, 1)
+	var echoes atomic.Int64
 	go func() {
 		buf := make([]byte, 2048)
-		k := 0
 		for {
 			client.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 			if _, err := client.Read(buf); err != nil {
-				got <- k
+				got <- int(echoes.Load())
 				return
 			}
-			k++
+			echoes.Add(1)
 		}
 	}()
+	// Flow control: at most window datagrams between the client's send
+	// and each socket downstream having read them, so that no socket
+	// buffer overflows however slowly a loaded machine schedules the
+	// relay's goroutines (a kernel drop would read as link loss).
+	const window = 128
+	caughtUp := func(sent int) bool {
+		st := r.Stats()
+		return int(st.Up.Received) >= sent-window &&
+			st.Down.Received+window >= st.Up.Forwarded &&
+			uint64(echoes.Load())+window >= st.Down.Forwarded
+	}
 	b := make([]byte, 100)
 	for i := range n {
 		b[0] = byte(i)
 		if _, err := client.Write(b); err != nil {
 			t.Fatal(err)
 		}
-		if i%200 == 199 {
-			time.Sleep(time.Millisecond) // pace: stay within socket buffers
+		for deadline := time.Now().Add(5 * time.Second); !caughtUp(i+1) && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
 		}
 	}
 	received := <-got // 500 ms of silence after the last echo
