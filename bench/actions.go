@@ -82,8 +82,11 @@ import (
 // Delivery: every input a client generated must be applied exactly once:
 // the server's log must hold exactly one record of it (peer, frame, the
 // expected payload) when its frame last closed. Sent counts the inputs
-// generated, Delivered those applied exactly once; a missing, refused or
-// duplicated input makes the row Failed. The row ends once every input
+// the clients were to generate, Peers × Count; Delivered those applied
+// exactly once. A missing, refused or duplicated input makes the row
+// Failed, and so does one a client never sampled because it stalled at
+// its prediction limit (a frame capacity too small for the round trip
+// freezes the game; the row must not pass by sending less). The row ends once every input
 // was applied, or Drain after the last frame was sampled.
 //
 // Scenario fields: Count (inputs per client), Rate (frame rate), Peers
@@ -267,8 +270,8 @@ func (r *actionsRecorder) onFrame(log *rollback.ActionLog, move rollback.ActionT
 	}
 }
 
-// result returns the inputs generated, those applied exactly once, and
-// the histogram of their latency (µs).
+// result returns the inputs the clients generated, those applied exactly
+// once, and the histogram of their latency (µs).
 func (r *actionsRecorder) result() (sent, delivered int64, h *hdrhistogram.Histogram) {
 	h = hdrhistogram.New(histMin, histMax, histDigits)
 	for p := range r.peers {
@@ -540,16 +543,16 @@ func runActions(ctx context.Context, s Scenario) (Result, error) {
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
 
-	sent, delivered, h := rec.result()
-	res.Sent, res.Delivered = sent, delivered
+	generated, delivered, h := rec.result()
+	res.Sent, res.Delivered = int64(s.Peers)*int64(s.Count), delivered
 	res.Refused = out.refused
 	res.LatencyMS, res.LatencyCDF = latencyOf(h)
-	res.PayloadBytes = actMoveSize * sent
+	res.PayloadBytes = actMoveSize * generated
 	res.WireBytes = out.wireBytes
 	res.CPUSeconds = cpu.Seconds()
 	res.WallSeconds = wall.Seconds()
-	if sent > 0 {
-		res.AllocsPerMsg = float64(ms1.Mallocs-ms0.Mallocs) / float64(sent)
+	if res.Sent > 0 {
+		res.AllocsPerMsg = float64(ms1.Mallocs-ms0.Mallocs) / float64(res.Sent)
 	}
 	res.PeakRSSBytes = peakRSS()
 	return res, nil

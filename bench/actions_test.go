@@ -48,6 +48,27 @@ func TestActionsQuick(t *testing.T) {
 	}
 }
 
+// TestActionsTooSmallLogFails: with an action log of 2 frames the server
+// rewinds at most 1 frame (16.7 ms at 60 Hz), less than the 25 ms an input
+// takes to arrive, so it refuses inputs as too old. The row must report
+// them (Refused) and fail, never average them away.
+func TestActionsTooSmallLogFails(t *testing.T) {
+	const peers, count = 2, 60
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := Run(ctx, Scenario{
+		Profile: ProfileActions, Transport: Tickwire, Peers: peers, Count: count, Drain: time.Second,
+		FrameCapacity: 2, Link: Link{Delay: 25 * time.Millisecond, Seed: 7},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sent != peers*count || r.Delivered >= r.Sent || r.Refused == 0 || !r.Failed() {
+		t.Fatalf("sent %d, delivered %d, refused %d, failed %v: want %d sent, inputs refused, Failed",
+			r.Sent, r.Delivered, r.Refused, r.Failed(), peers*count)
+	}
+}
+
 // TestActionsDeliveryCheck feeds the recorder a frame as the server's log
 // would hold it: an input applied once is delivered; one applied twice, one
 // with another payload and one never applied are not.

@@ -25,7 +25,16 @@
 // then Flush (send one tick). There is no goroutine per peer and no lock on
 // the per-datagram path; handler methods run on the driving goroutine,
 // inside Poll and Flush. Only [Endpoint.Publish]'s expvar snapshot is read
-// from other goroutines, through a copy taken under a mutex.
+// from other goroutines, through a copy taken under a mutex, and only
+// [Endpoint.Wake] may be called from them.
+//
+// Between ticks the loop may sleep in [Endpoint.Wait], which returns when a
+// datagram arrives, when another goroutine calls Wake (after handing the
+// loop a message to send), or at the loop's next tick: a reply then leaves
+// within microseconds instead of at the next tick, and an idle loop costs
+// nothing. On the UDP socket Wait is an epoll set of the socket's own
+// (socket, eventfd, timerfd) parked in the Go netpoller; it allocates
+// nothing.
 //
 // # Buffer ownership
 //
