@@ -12,8 +12,8 @@ import (
 // Transport names.
 const (
 	// Tickwire is tickwire's transport: two Endpoints on UDP sockets, each
-	// driven by its own 1 ms Poll/Flush loop, messages on reliable-ordered
-	// stream 1.
+	// driven by its own event-driven Poll/Flush loop (Endpoint.Wait, at
+	// least every WaitTick), messages on reliable-ordered stream 1.
 	Tickwire = "tickwire"
 	// KCP is kcp-go in fast mode: NoDelay(1, 10, 2, 1), window 128/128,
 	// no FEC, no encryption.
