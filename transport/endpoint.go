@@ -51,7 +51,9 @@ type Endpoint struct {
 	conn   socket.Conn
 	h      EndpointHandler
 	closed bool
-	fatal  error // the socket failed or was closed under us
+	// stopped: a server that accepts no new sessions (StopAccepting).
+	stopped bool
+	fatal   error // the socket failed or was closed under us
 
 	now  time.Duration
 	tick uint64
@@ -350,6 +352,19 @@ func (e *Endpoint) Close() error {
 	e.dial.phase = dialIdle
 	return e.conn.Close()
 }
+
+// StopAccepting makes a server refuse every new session from now on,
+// with wire.RejectShuttingDown (the client's Dial fails with a
+// *RejectError carrying it), while its sessions live on: they exchange
+// messages, time out, resume after a suspension and disconnect as
+// before. A server draining for shutdown or a restart calls it, tells its
+// players, waits for their sessions to end (or Disconnects them), then
+// Closes. It is not undone. On a client it does nothing. Cost: one flag.
+func (e *Endpoint) StopAccepting() { e.stopped = true }
+
+// Accepting reports whether a server still admits new sessions: false
+// after StopAccepting (and always on a client).
+func (e *Endpoint) Accepting() bool { return e.role == roleServer && !e.stopped && !e.closed }
 
 // Disconnect ends p's session in order: its Channel sends a Disconnect frame
 // with reason on each of the next DisconnectRepeats Flushes (against loss),

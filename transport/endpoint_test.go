@@ -676,3 +676,60 @@ func TestPublishExpvar(t *testing.T) {
 		t.Fatalf("state not named: %s", expvar.Get(name).String())
 	}
 }
+
+// A server that stops accepting refuses new clients with
+// RejectShuttingDown — also one that got its Challenge before the stop —
+// while its existing session keeps exchanging messages both ways and can
+// still resume from a new address.
+func TestStopAccepting(t *testing.T) {
+	r := newTrafficRig(t, 12, epLink(20, 2, 0), EndpointConfig{}, EndpointConfig{})
+	r.traffic(60)
+	if !r.srv.ep.Accepting() || r.cl.ep.Accepting() {
+		t.Fatalf("Accepting: server %v, client %v; want true, false", r.srv.ep.Accepting(), r.cl.ep.Accepting())
+	}
+	// A raw client gets its Challenge before the stop.
+	raw := r.n.raw("10.0.0.7:5000", r.srv)
+	raw.send(rawRequest(77))
+	r.n.run(10)
+	ch := lastOf(raw.take(), wire.KindChallenge)
+	if ch == nil {
+		t.Fatal("no challenge before the stop")
+	}
+
+	r.srv.ep.StopAccepting()
+	if r.srv.ep.Accepting() {
+		t.Fatal("Accepting after StopAccepting")
+	}
+	late := r.n.client("10.0.0.5:5000", r.srv, EndpointConfig{})
+	r.n.runUntil(300, "new client refused", func() bool { return late.ep.Err() != nil })
+	var rej *RejectError
+	if !errors.As(late.ep.Err(), &rej) || rej.Reason != wire.RejectShuttingDown {
+		t.Fatalf("new client: %v, want a RejectShuttingDown", late.ep.Err())
+	}
+	c, _, _ := wire.ParseChallenge(ch)
+	raw.send(rawResponse(77, c.Cookie))
+	r.n.run(10)
+	rj, _, err := wire.ParseReject(lastOf(raw.take(), wire.KindReject))
+	if err != nil || rj.Reason != wire.RejectShuttingDown {
+		t.Fatalf("response to a pre-stop challenge: %+v, %v; want RejectShuttingDown", rj, err)
+	}
+
+	// The existing session lives on, and resumes.
+	before := len(r.srv.rec.reliable)
+	r.traffic(120)
+	moved := r.n.listen("10.0.0.3:6000")
+	r.cl.conn = moved
+	if err := r.cl.ep.Resume(r.n.now, moved); err != nil {
+		t.Fatal(err)
+	}
+	r.traffic(120)
+	r.settle()
+	// settle checked every message of both directions arrived exactly once.
+	if len(r.srv.rec.reliable) <= before || len(r.srv.rec.resumes) != 1 || len(r.srv.rec.connects) != 1 || len(r.srv.rec.discs) != 0 {
+		t.Fatalf("after the stop: server received %d reliable messages (%d before), resumes %d, connects %d, disconnects %v",
+			len(r.srv.rec.reliable), before, len(r.srv.rec.resumes), len(r.srv.rec.connects), r.srv.rec.discs)
+	}
+	if got := r.srv.ep.Stats().Rejects[wire.RejectShuttingDown]; got != 2 {
+		t.Fatalf("RejectShuttingDown counted %d times, want 2", got)
+	}
+}

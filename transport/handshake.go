@@ -43,6 +43,10 @@ func (e *Endpoint) onConnectRequest(now time.Duration, addr netip.AddrPort, b []
 		return
 	}
 	e.stats.ConnectRequests++
+	if !r.Resume && e.stopped {
+		e.reject(addr, len(b), r.Nonce, wire.RejectShuttingDown)
+		return
+	}
 	if !r.Resume && e.ids.inUse() >= e.cfg.MaxPeers {
 		e.reject(addr, len(b), r.Nonce, wire.RejectServerFull) // S-E5, early
 		return
@@ -115,6 +119,11 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 		// restarted on the same port. The old session is dead.
 		e.stats.Superseded++
 		e.end(old, wire.DisconnectSuperseded)
+	}
+	if e.stopped {
+		// A handshake that got its Challenge before StopAccepting.
+		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectShuttingDown)
+		return
 	}
 	if e.ids.inUse() >= e.cfg.MaxPeers {
 		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectServerFull)
