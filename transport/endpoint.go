@@ -244,16 +244,16 @@ func (e *Endpoint) Poll(now time.Duration) error {
 //	for {
 //		ep.Poll(now())
 //		ep.Flush(now())
-//		ep.Wait(time.Millisecond) // the tick period: retransmissions and keep-alives
+//		ep.Wait(5 * time.Millisecond) // the tick: redundancy, retransmissions, keep-alives
 //	}
 //
 // A wake-up with nothing to read is allowed. When the socket is a
-// socket.Waiter (the UDP socket: one ppoll(2) on Linux) Wait sleeps on it;
-// otherwise it sleeps for d or until Wake, not waking for datagrams. It
-// returns an error wrapping ErrClosed once the endpoint or its socket is
-// closed. On the UDP socket a Wait that times out allocates two small
-// objects (see udp.Conn.Wait); otherwise it allocates nothing after its
-// first call.
+// socket.Waiter (the UDP socket: on Linux an epoll set of its own, parked
+// in the Go netpoller; see udp.Conn.Wait) Wait sleeps on it; otherwise it
+// sleeps for d or until Wake, not waking for datagrams. It returns an
+// error wrapping ErrClosed once the endpoint or its socket is closed. It
+// allocates nothing (after its first call, on a socket that is not a
+// Waiter).
 func (e *Endpoint) Wait(d time.Duration) error {
 	if e.closed {
 		return ErrClosed

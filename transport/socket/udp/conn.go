@@ -119,8 +119,9 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
 // timeout) sit in an epoll instance of the Conn's own, which is itself in
 // the Go netpoller: the goroutine parks like a blocking read, no thread
 // blocks, and nothing is read from the socket. A ready socket or a pending
-// Wake returns at once. It costs three or four system calls (arm the
-// timer, check the epoll set, disarm) and allocates nothing.
+// Wake returns at once. It costs two to five system calls (arm the
+// timer, check the epoll set; after a park, check it again and read the
+// eventfd or timerfd that fired) and allocates nothing.
 // Elsewhere it sleeps for timeout or until Wake, not waking for datagrams.
 // It is part of the read role: not concurrently with ReadBatch or
 // TryReadBatch. After Close it returns an error wrapping net.ErrClosed.

@@ -35,8 +35,8 @@ type waiter struct {
 	readFn func(fd uintptr) bool
 }
 
-func newWaiter(uc *net.UDPConn) (w *waiter, err error) {
-	w = &waiter{efd: -1, tfd: -1}
+func newWaiter(uc *net.UDPConn) (_ *waiter, err error) {
+	w := &waiter{efd: -1, tfd: -1}
 	defer func() {
 		if err != nil {
 			w.release()
@@ -94,8 +94,11 @@ func newWaiter(uc *net.UDPConn) (w *waiter, err error) {
 // fired.
 func (w *waiter) ready(fd uintptr) bool {
 	n, err := unix.EpollWait(int(fd), w.events[:], 0)
+	for errors.Is(err, unix.EINTR) {
+		n, err = unix.EpollWait(int(fd), w.events[:], 0)
+	}
 	if err != nil {
-		return !errors.Is(err, unix.EINTR) // a real error: stop, Wait reports nothing worse than a wake-up
+		return true // cannot tell: stop waiting; a wake-up with nothing to read is allowed
 	}
 	for _, ev := range w.events[:n] {
 		switch int(ev.Fd) {

@@ -33,6 +33,12 @@ func (w *waiter) wait(timeout time.Duration) error {
 	case <-w.woken:
 	case <-t.C:
 	}
+	w.mu.Lock()
+	closed = w.closed
+	w.mu.Unlock()
+	if closed {
+		return net.ErrClosed // Close ended this Wait
+	}
 	return nil
 }
 

@@ -106,7 +106,7 @@ func TestWait(t *testing.T) {
 			c.Close()
 			select {
 			case err := <-done:
-				if err != nil && !errors.Is(err, net.ErrClosed) {
+				if !errors.Is(err, net.ErrClosed) {
 					t.Fatalf("Wait ended by Close: %v", err)
 				}
 			case <-time.After(5 * time.Second):
