@@ -380,7 +380,10 @@ func (a *actionsRun) play(ctx context.Context, s Scenario, rec *actionsRecorder,
 		if err := a.firstErr(); err != nil {
 			return err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("bench: actions: waiting for the clients to connect: %w", err)
+		}
+		if time.Now().After(deadline) {
 			return fmt.Errorf("bench: actions: the clients did not all connect within %v", DefaultConnectTimeout)
 		}
 		time.Sleep(time.Millisecond)

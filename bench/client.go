@@ -75,8 +75,9 @@ func (s ClientScenario) Validate() error {
 //     the link lost or duplicated on the way to the client.
 //   - CPUSeconds, AllocsPerMsg and PeakRSSBytes are the client process's
 //     (process-wide, as in Run): the server's cost is not in them.
-//   - Latency is the round trip through whatever link, plus up to a tick
-//     of waiting at each end (tickwire) or the kcp update interval.
+//   - Latency is the round trip through whatever link, plus each end's
+//     reaction time: microseconds for tickwire's event-driven loops (on
+//     Linux; elsewhere up to WaitTick) and kcp-go's reader goroutines.
 //
 // The tickwire client ends its session in order when the row ends (a
 // Disconnect on a few ticks), so the server frees its slot at once.

@@ -192,6 +192,19 @@ func settingsLine(s Suite) string {
 				fmt.Sprintf("echo: %d messages × %d B at %s Hz, link %s ms ± %s ms one way, loss %s %%, dup %s %%, burst %s, seed %d",
 					s.Count, s.Size, num(s.Rate), ms(l.Delay), ms(l.Jitter),
 					strings.Join(losses, "/"), num(l.Dup*100), num(max(l.Burst, 1)), l.Seed))
+		case ProfileActions:
+			peers := s.ActionPeers
+			if peers == 0 {
+				peers = DefaultActionPeers
+			}
+			fc := "default"
+			if s.FrameCapacity != 0 {
+				fc = strconv.Itoa(s.FrameCapacity)
+			}
+			parts = append(parts,
+				fmt.Sprintf("actions: %d peers × %d inputs at %s Hz, frame capacity %s, link %s ms ± %s ms one way, loss %s %%, dup %s %%, burst %s, seed %d",
+					peers, s.Count, num(s.Rate), fc, ms(l.Delay), ms(l.Jitter),
+					strings.Join(losses, "/"), num(l.Dup*100), num(max(l.Burst, 1)), l.Seed))
 		case ProfilePPS:
 			parts = append(parts, fmt.Sprintf("pps: %d B for %v, direct", s.Size, s.Duration))
 		case ProfileBulk:

@@ -1,5 +1,5 @@
 // Package chart draws a bench run's results as SVG charts with gonum
-// plot: for each profile with latency (echo, load), a latency CDF per
+// plot: for each profile with latency (echo, actions, load), a latency CDF per
 // link condition and a bar chart of p99 latency against loss; for each
 // throughput profile (pps, bulk), a bar chart of its throughput.
 //

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -81,8 +80,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.inFlight, "max-in-flight", 0, fmt.Sprintf("echo and actions: datagrams in flight, tickwire's ack window [1, %d] (default %d) and kcp's send and receive windows in packets (default %d); 0 keeps the defaults", ackmap.MaxInFlightLimit, ackmap.DefaultMaxInFlight, bench.KCPWindow))
 	fs.IntVar(&f.frameCap, "frame-capacity", 0, fmt.Sprintf("actions: frames the rollback action log holds [%d, %d] (default %d); the server rewinds at most three quarters of it", rollback.MinFrameCapacity, rollback.MaxFrameCapacity, rollback.DefaultFrameCapacity))
 	fs.Float64Var(&f.bulkMB, "bulk-mb", float64(def.Bytes)/(1<<20), "bulk: MiB to transfer")
-	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row, pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
-		formatPercents(quickLosses), quickCount, quickDuration, quickBulkBytes>>20, quickPeers, quickLoad))
+	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row (%d inputs per client, %d clients, for actions), pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
+		formatPercents(quickLosses), quickCount, quickCount, quickActPeers, quickDuration, quickBulkBytes>>20, quickPeers, quickLoad))
 	fs.StringVar(&f.json, "json", "", "write JSON results to FILE, or to stdout instead of the table with -")
 	fs.StringVar(&f.out, "out", "", "write results.json, results.md (a Markdown report) and SVG charts into `DIR`, created if missing")
 	f.prof.declare(fs)
@@ -103,8 +102,9 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "--out DIR also writes into DIR: results.json (as --json), results.md (the")
 		fmt.Fprintln(stderr, "settings, the machine, one table per profile, links to the charts) and SVG charts:")
-		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg and p99-vs-loss-<profile>.svg for echo and")
-		fmt.Fprintln(stderr, "load, throughput-<profile>.svg for pps and bulk. Files of an earlier run stay.")
+		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg and p99-vs-loss-<profile>.svg for echo,")
+		fmt.Fprintln(stderr, "actions and load, throughput-<profile>.svg for pps and bulk. Files of an earlier")
+		fmt.Fprintln(stderr, "run stay.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -202,15 +202,8 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f benchFlags
 	fs := newBenchFlagSet(&f, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tickwire bench: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code := parseArgs(fs, args, stderr); code >= 0 {
+		return code
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })

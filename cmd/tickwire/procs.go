@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
@@ -260,15 +259,7 @@ func reportOne(jsonPath string, r bench.Result, stdout io.Writer) error {
 	if jsonPath == "" {
 		return nil
 	}
-	fh, err := os.Create(jsonPath)
-	if err != nil {
-		return err
-	}
-	if err := writeJSON(fh); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
+	return writeFile(jsonPath, writeJSON)
 }
 
 // runRelay is `tickwire relay`: the bench's link conditioner between
