@@ -55,8 +55,9 @@ type Endpoint struct {
 	stopped bool
 	fatal   error // the socket failed or was closed under us
 
-	now  time.Duration
-	tick uint64
+	now     time.Duration
+	tick    uint64
+	pollSeq uint64 // Poll calls, for the per-peer budgets
 
 	in       []socket.Message
 	out      []socket.Message
@@ -208,6 +209,7 @@ func (e *Endpoint) Poll(now time.Duration) error {
 		return e.fatal
 	}
 	e.now = now
+	e.pollSeq++
 	for read := 0; read < e.cfg.MaxDatagramsPerPoll; {
 		batch := e.in[:min(len(e.in), e.cfg.MaxDatagramsPerPoll-read)]
 		n, err := e.conn.TryReadBatch(batch)
@@ -571,6 +573,16 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 	p.lastRx = now
 	if p.state == PeerClosing {
 		return
+	}
+	if e.role == roleServer {
+		if p.pollSeq != e.pollSeq {
+			p.pollSeq, p.pollUsed = e.pollSeq, 0
+		}
+		if p.pollUsed >= e.cfg.PeerDatagramsPerPoll {
+			e.stats.PeerOverBudget++
+			return
+		}
+		p.pollUsed++
 	}
 	if err := p.ch.Receive(now, e.tick, b[wire.SessionHeaderLen:]); err != nil {
 		e.stats.Malformed[MalformedChannel]++

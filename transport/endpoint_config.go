@@ -130,6 +130,17 @@ type EndpointConfig struct {
 	// socket for the next Poll. Default 4096; range [64, 1<<20].
 	MaxDatagramsPerPoll int
 
+	// PeerDatagramsPerPoll (server) caps the session datagrams of one peer
+	// that one Poll hands to its channel, so a peer that floods its
+	// session cannot take the tick's work from the others: the peer's
+	// further datagrams in that Poll are dropped after the secret check
+	// (which a spoofer cannot pass, so it cannot spend a real peer's
+	// budget) and counted (PeerOverBudget); its reliable traffic recovers
+	// them as losses. Default MaxDatagramsPerPoll/4 (1024); range [32,
+	// MaxDatagramsPerPoll]. A peer Flushing every millisecond at the full
+	// burst of 32 sends about 530 per 60 Hz tick.
+	PeerDatagramsPerPoll int
+
 	// StatsInterval (both) is how often Flush refreshes the snapshot an
 	// expvar published with Endpoint.Publish reports. Default 1 s; range
 	// [1 ms, 1 h].
@@ -175,6 +186,7 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 	defInt(&c.GlobalHandshakeBurst, DefaultGlobalHandshakeBurst)
 	defInt(&c.RateLimitSlots, DefaultRateLimitSlots)
 	defInt(&c.MaxDatagramsPerPoll, DefaultMaxDatagramsPerPoll)
+	defInt(&c.PeerDatagramsPerPoll, max(c.MaxDatagramsPerPoll/4, 32))
 	defDur(&c.StatsInterval, DefaultStatsInterval)
 	if c.Rand == nil {
 		c.Rand = rand.Reader
@@ -227,6 +239,8 @@ func (c EndpointConfig) Validate() error {
 		return bad("RateLimitSlots %d not a power of two in [16, 1<<20]", c.RateLimitSlots)
 	case c.MaxDatagramsPerPoll < 64 || c.MaxDatagramsPerPoll > 1<<20:
 		return bad("MaxDatagramsPerPoll %d not in [64, 1<<20]", c.MaxDatagramsPerPoll)
+	case c.PeerDatagramsPerPoll < 32 || c.PeerDatagramsPerPoll > c.MaxDatagramsPerPoll:
+		return bad("PeerDatagramsPerPoll %d not in [32, MaxDatagramsPerPoll %d]", c.PeerDatagramsPerPoll, c.MaxDatagramsPerPoll)
 	case c.StatsInterval < time.Millisecond || c.StatsInterval > time.Hour:
 		return bad("StatsInterval %v not in [1ms, 1h]", c.StatsInterval)
 	}

@@ -104,8 +104,9 @@ type EndpointStats struct {
 	StrayReplies   uint64 // replies from another address or for another nonce
 
 	// Session datagrams dropped before they reach a channel (S-E2).
-	UnknownSource uint64 // no session at the source address
-	WrongSecret   uint64 // session at the address, wrong secret
+	UnknownSource  uint64 // no session at the source address
+	WrongSecret    uint64 // session at the address, wrong secret
+	PeerOverBudget uint64 // authenticated, past the peer's PeerDatagramsPerPoll in one Poll
 
 	// Malformed counts datagrams dropped as malformed, by reason.
 	Malformed [malformedReasons]uint64

@@ -629,6 +629,8 @@ func TestEndpointConfigValidate(t *testing.T) {
 		{GlobalHandshakeBurst: -1},
 		{RateLimitSlots: 1000},
 		{MaxDatagramsPerPoll: 1},
+		{PeerDatagramsPerPoll: 31},
+		{MaxDatagramsPerPoll: 64, PeerDatagramsPerPoll: 65},
 		{StatsInterval: -1},
 		{Channel: Config{MTU: 100}},
 	}

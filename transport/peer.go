@@ -144,6 +144,9 @@ type Peer struct {
 	why     wire.DisconnectReason
 	remote  bool // a Disconnect frame arrived; why holds its reason
 	wasLive bool // closing from a connected state: frames worth sending
+	// Session datagrams handled in the Poll numbered pollSeq (server).
+	pollSeq  uint64
+	pollUsed int
 }
 
 // ID returns the peer id, 0..253. On a client it is the id the server

@@ -156,7 +156,10 @@ func TestRandomDatagramsCounted(t *testing.T) {
 	// Random session datagrams behind a valid header, from the peer.
 	before, beforeEp := sp.Stats(), srv.ep.Stats()
 	const k = 2000
-	for range k {
+	for i := range k {
+		if i%500 == 0 {
+			srv.ep.pollSeq++ // as a new Poll would: stay within the peer's budget
+		}
 		b := random(byte(wire.KindSession))
 		b = b[:min(len(b), MaxMTU)]
 		if len(b) < wire.SessionHeaderLen {
@@ -252,5 +255,61 @@ func TestTokenReplayAfterResume(t *testing.T) {
 	}
 	if sp.Addr() != cl.conn.LocalAddr() || sp.State() != PeerConnected || len(srv.rec.resumes) != 1 {
 		t.Fatal("a replayed token moved the session")
+	}
+}
+
+// One peer flooding its authenticated session cannot take a Poll's work
+// from the others: with PeerDatagramsPerPoll 64, a client that queued 160
+// datagrams while the server was not polling has 64 handed to its channel
+// by the next Poll, the other 96 dropped and counted, while a second
+// client's datagrams in the same Poll all arrive. (The per-peer half of
+// SECURITY.md §5.)
+func TestPeerDatagramBudget(t *testing.T) {
+	n := newEpNet(t, 21, epLink(5, 0, 0))
+	srv := n.server("10.0.0.1:9000", EndpointConfig{PeerDatagramsPerPoll: 64})
+	a := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	b := n.client("10.0.0.3:5000", srv, EndpointConfig{})
+	n.runUntil(300, "both connected", func() bool { return isConnected(a)() && isConnected(b)() })
+	n.run(30) // settle: nothing in flight
+	var pa *Peer
+	for _, p := range srv.rec.connects {
+		if p.Addr() == a.conn.LocalAddr() {
+			pa = p
+		}
+	}
+	unreliable0, over0, recv0 := srv.rec.unreliable, srv.ep.Stats().PeerOverBudget, pa.Stats().DatagramsReceived
+
+	const steps, burst = 5, 32
+	srv.deaf = true
+	nextB := map[uint8]uint32{}
+	for i := range steps {
+		for j := range burst {
+			// 1,100 bytes: one message per datagram at the default MTU.
+			k := msgKey{from: 1, stream: 0, seq: uint32(i*burst + j)}
+			if err := a.ep.Remote().Channel().SendUnreliable(testPayload(k, 1100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sendSome(t, b.ep.Remote(), 2, nextB, []uint8{0}, 40)
+		n.step()
+	}
+	srv.deaf = false
+	n.step() // one Poll reads everything queued
+	srv.deaf = true
+
+	// The flooding client's datagrams: its 160 messages, and an ack or
+	// keep-alive or two of its own.
+	recv := pa.Stats().DatagramsReceived - recv0
+	over := srv.ep.Stats().PeerOverBudget - over0
+	if recv != 64 || over < steps*burst-64 {
+		t.Errorf("flooding client: %d datagrams reached its channel (want 64), %d over budget (want at least %d)", recv, over, steps*burst-64)
+	}
+	if got := srv.rec.unreliable - unreliable0; got > 64 || got < 60 {
+		t.Errorf("flooding client: %d messages delivered, want 60..64", got)
+	}
+	for seq := range uint32(steps) {
+		if srv.rec.reliable[msgKey{from: 2, stream: 0, seq: seq}] != 1 {
+			t.Errorf("second client's message %d not delivered in the same Poll", seq)
+		}
 	}
 }
