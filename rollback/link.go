@@ -39,6 +39,9 @@ const (
 	msgSnapshot byte = 0x03 // server → client: a compressed snapshot
 	msgResync   byte = 0x04 // client → server: state burst, please
 	msgDilation byte = 0x05 // server → client: time-dilation feedback
+	// msgSnapshotPart: server → client, one part of a compressed snapshot
+	// larger than LinkConfig.SnapshotChunk.
+	msgSnapshotPart byte = 0x06
 )
 
 // StreamChannel is the part of a transport.Channel the links use;
@@ -104,6 +107,16 @@ type LinkConfig struct {
 	// checksum); NoChecksums turns it off; range −1 or 1..65536.
 	ChecksumEvery int
 
+	// SnapshotChunk (server) is the largest compressed-snapshot body one
+	// link message carries. A snapshot no larger goes as one snapshot
+	// message (kind 0x03); a larger one is split into parts of SnapshotChunk
+	// bytes (kind 0x06, the last part shorter), at most MaxSnapshotParts of
+	// them (ErrSnapshotTooLarge beyond), sent as consecutive reliable
+	// messages as the channel's window takes them. The client accepts any
+	// chunk in range. Default DefaultSnapshotChunk (64 KiB); range
+	// MinSnapshotChunk..MaxSnapshotChunk.
+	SnapshotChunk int
+
 	// Receiver (client) configures the client link's Receiver.
 	Receiver ReceiverConfig
 
@@ -125,6 +138,8 @@ func (c LinkConfig) Validate() error {
 		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
 	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > MaxMaxFutureFrames:
 		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", ErrInvalidConfig, c.ChecksumEvery, MaxMaxFutureFrames)
+	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
+		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
 	}
 	return c.Receiver.Validate()
 }
@@ -143,6 +158,9 @@ func (c LinkConfig) WithDefaults() LinkConfig {
 	}
 	if c.ChecksumEvery == 0 {
 		c.ChecksumEvery = 1
+	}
+	if c.SnapshotChunk == 0 {
+		c.SnapshotChunk = DefaultSnapshotChunk
 	}
 	return c
 }
@@ -168,9 +186,12 @@ type ServerLinkStats struct {
 	// messages.
 	ChecksumsSent, DilationsSent uint64
 	// Snapshots and SnapshotBytes count the snapshots sent (join and state
-	// bursts); ResyncRequests the client's requests for one, of which
-	// ResyncIgnored were already answered by a burst in flight.
-	Snapshots, SnapshotBytes, ResyncRequests, ResyncIgnored uint64
+	// bursts; the bytes as one snapshot message, kind byte included),
+	// counted when the first (or only) message is queued; SnapshotParts the
+	// part messages of chunked ones (LinkConfig.SnapshotChunk);
+	// ResyncRequests the client's requests for one, of which ResyncIgnored
+	// were already answered by a burst in flight.
+	Snapshots, SnapshotBytes, SnapshotParts, ResyncRequests, ResyncIgnored uint64
 	// Disconnected is set by a Disconnect frame from the client, with its
 	// reason.
 	Disconnected bool
@@ -215,6 +236,7 @@ type ServerLink[S State] struct {
 	snapWant bool   // a snapshot is owed (join, request)
 	snapSent bool   // lastSnap is valid
 	lastSnap uint32 // frame of the last snapshot sent
+	parts    snapshotParts
 }
 
 // NewServerLink returns the link for client peer, whose state is a snapshot
@@ -231,7 +253,9 @@ func NewServerLink[S State](srv *Server[S], repl *Replicator, peer Sender, basel
 	if err := repl.AddPeer(peer, baseline); err != nil {
 		return nil, err
 	}
-	return &ServerLink[S]{srv: srv, repl: repl, peer: peer, cfg: cfg.WithDefaults()}, nil
+	l := &ServerLink[S]{srv: srv, repl: repl, peer: peer, cfg: cfg.WithDefaults()}
+	l.parts.stream = l.cfg.Stream
+	return l, nil
 }
 
 // Peer returns the client's peer id.
@@ -259,13 +283,16 @@ func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.p
 // link does not pile up bursts), or when the client asks (its Receiver
 // reports NeedsResync; a request made before the last burst was sent is
 // ignored). Each snapshot is of the newest final frame F, sent as one
-// reliable message on LinkConfig.Stream (fragmented by the channel), and
-// the client's stream restarts after F (Resync). nil turns snapshots off.
+// reliable message on LinkConfig.Stream (fragmented by the channel) or,
+// when larger than LinkConfig.SnapshotChunk, as consecutive part messages
+// on it, and the client's stream restarts after F (Resync). nil turns
+// snapshots off.
 func (l *ServerLink[S]) SetSnapshots(src SnapshotSource) { l.snaps = src }
 
 // RequestSnapshot makes the next Flush that has a final frame send the
 // client a snapshot of it (SetSnapshots must be set) before any slice: the
-// join. Until it is sent, no slice is.
+// join. Until it is sent — every part of a chunked one queued — no slice
+// is.
 func (l *ServerLink[S]) RequestSnapshot() { l.snapWant = true }
 
 // OnMessage implements transport.Handler: an input message on the link's
@@ -331,14 +358,23 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 // of the final frames after its baseline (Replicator.PackForPeer /
 // PackNext, budget as LinkConfig.Budget) — nothing when it is up to date,
 // or while MaxPendingRecords slices are in flight — and a checksum message
-// for the newest final frame (ChecksumEvery). The channel copies what it
-// is given; the caller flushes it afterwards. Errors: ErrUnknownPeer after
-// Close; channel errors other than back-pressure (transport.ErrQueueFull,
-// counted and retried next tick). Cost: the packs (bounded by the ring) and
-// a copy of each slice into the channel.
+// for the newest final frame (ChecksumEvery). A snapshot owed goes first
+// (SetSnapshots); while parts of a chunked one are left for the channel's
+// window to take, Flush queues as many as it accepts and sends nothing
+// else. The channel copies what it is given; the caller flushes it
+// afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
+// channel errors other than back-pressure (transport.ErrQueueFull, counted
+// and retried next tick). Cost: the packs (bounded by the ring) and a copy
+// of each slice into the channel; a snapshot's encoding, a copy of it when
+// chunked, and a copy of each part into the channel.
 func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	if !l.repl.Active(l.peer) {
 		return ErrUnknownPeer
+	}
+	if l.parts.pending() {
+		if done, err := l.flushParts(ch); err != nil || !done {
+			return err
+		}
 	}
 	ft, ok := l.srv.FinalThrough()
 	if !ok {
@@ -392,13 +428,18 @@ func (l *ServerLink[S]) flushDilation(ch StreamChannel, ft uint32) error {
 }
 
 // sendSnapshot sends the client a snapshot of final frame ft and restarts
-// its stream after ft; sent is false on back-pressure (retried next tick).
+// its stream after ft; sent is false on back-pressure (retried next tick)
+// and while parts of a chunked snapshot remain (continued by the next
+// Flushes, flushParts).
 func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) (sent bool, err error) {
 	out, err := l.snaps.AppendSnapshot(append(l.msg[:0], msgSnapshot), l.peer, ft)
 	if err != nil {
 		return false, err
 	}
 	l.msg = out
+	if len(out) > 1+l.cfg.SnapshotChunk {
+		return l.sendParts(ch, ft, out)
+	}
 	if _, err := ch.SendReliable(l.cfg.Stream, out); err != nil {
 		if errors.Is(err, transport.ErrQueueFull) {
 			l.st.QueueFull++
@@ -409,13 +450,59 @@ func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) (sent bool, er
 		}
 		return false, err
 	}
-	if err := l.repl.Resync(l.peer, ft); err != nil {
+	if err := l.snapshotQueued(ft, len(out)); err != nil {
 		return false, err
+	}
+	return true, nil
+}
+
+// snapshotQueued restarts the client's stream after ft once the snapshot
+// of ft (size bytes as one message) is queued, wholly or its first part.
+func (l *ServerLink[S]) snapshotQueued(ft uint32, size int) error {
+	if err := l.repl.Resync(l.peer, ft); err != nil {
+		return err
 	}
 	l.snapWant, l.snapSent, l.lastSnap = false, true, ft
 	l.st.Snapshots++
-	l.st.SnapshotBytes += uint64(len(out))
-	return true, nil
+	l.st.SnapshotBytes += uint64(size)
+	return nil
+}
+
+// sendParts starts sending msg, the snapshot message of final frame ft, as
+// parts; the snapshot counts as sent (Resync) once its first part is
+// queued. sent is true when every part is.
+func (l *ServerLink[S]) sendParts(ch StreamChannel, ft uint32, msg []byte) (sent bool, err error) {
+	if err := l.parts.start(msg[1:], ft, l.cfg.SnapshotChunk); err != nil {
+		return false, err
+	}
+	n, done, err := l.parts.next(ch)
+	l.st.SnapshotParts += uint64(n)
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		l.parts.reset() // nothing queued: a fresh snapshot next tick
+		l.st.QueueFull++
+		return false, nil
+	}
+	if err := l.snapshotQueued(ft, len(msg)); err != nil {
+		return false, err
+	}
+	if !done {
+		l.st.QueueFull++
+	}
+	return done, nil
+}
+
+// flushParts queues the parts of a chunked snapshot the channel refused
+// before; done is true when none remain.
+func (l *ServerLink[S]) flushParts(ch StreamChannel) (done bool, err error) {
+	n, done, err := l.parts.next(ch)
+	l.st.SnapshotParts += uint64(n)
+	if err == nil && !done {
+		l.st.QueueFull++
+	}
+	return done, err
 }
 
 func (l *ServerLink[S]) flushSlices(ch StreamChannel, ft uint32) error {
@@ -564,10 +651,12 @@ type ClientLinkStats struct {
 	Malformed, Other, Records uint64
 	// Dilations counts time-dilation messages received (TimeDilation).
 	Dilations uint64
-	// Snapshots counts snapshots installed; SnapshotErrors those refused
-	// (the error is in LastError; the state is unchanged); ResyncRequests
-	// the state bursts asked for.
-	Snapshots, SnapshotErrors, ResyncRequests uint64
+	// Snapshots counts snapshots installed; SnapshotErrors those refused,
+	// and chunked ones dropped mid-assembly by a part that did not fit
+	// (the error is in LastError; the state is unchanged); SnapshotParts
+	// the snapshot parts accepted (a refused part counts as Malformed);
+	// ResyncRequests the state bursts asked for.
+	Snapshots, SnapshotErrors, SnapshotParts, ResyncRequests uint64
 	// Disconnected is set by a Disconnect frame from the server, with its
 	// reason.
 	Disconnected bool
@@ -613,6 +702,7 @@ type ClientLink[S State] struct {
 
 	sink  SnapshotSink
 	asked bool // a resync request is out since the last install
+	asm   snapshotAssembler
 }
 
 // NewClientLink returns the link driving c. If c already has a snapshot
@@ -640,8 +730,11 @@ func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error
 }
 
 // SetSnapshots makes the link install the snapshots the server sends
-// (join and state bursts) through sink — a *Snapshotter of the client's
-// store — each followed by InstallSnapshot of its frame; and ask the
+// (join and state bursts, whole or in parts, which the link joins in a
+// buffer it keeps for the next one: at most MaxSnapshotParts ×
+// MaxSnapshotChunk bytes, the largest snapshot received) through sink — a
+// *Snapshotter of the client's store — each followed by InstallSnapshot of
+// its frame; and ask the
 // server for a state burst, once per install, when its Receiver reports
 // NeedsResync. nil turns that off (snapshot messages are then counted as
 // Malformed, and the caller installs snapshots itself).
@@ -686,7 +779,10 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 // OnMessage implements transport.Handler: a Record delivery is an action
 // slice for the Receiver (Receiver.Unpack; a refused one is counted and
 // kept in LastError), a checksum message on the link's stream is queued
-// for verification, anything else goes to LinkConfig.OnOther.
+// for verification, a snapshot (or the last of its parts) is installed
+// (SetSnapshots), anything else goes to LinkConfig.OnOther. A snapshot
+// part that does not continue the assembly in progress drops it (Stats:
+// Malformed, SnapshotErrors; LastError) and the store is left as it was.
 func (l *ClientLink[S]) OnMessage(m transport.Message) {
 	switch {
 	case m.Delivery == transport.Record:
@@ -696,7 +792,10 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 			l.lastErr = err
 		}
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshot && l.sink != nil:
+		l.asm.abort() // a whole snapshot replaces a partial one
 		l.installSnapshot(m.Payload[1:])
+	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshotPart && l.sink != nil:
+		l.snapshotPart(m.Payload)
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgDilation:
 		if len(m.Payload) != 3 {
 			l.st.Malformed++
@@ -741,6 +840,24 @@ func (l *ClientLink[S]) installSnapshot(body []byte) {
 		return
 	}
 	l.st.Snapshots++
+}
+
+// snapshotPart adds a part to the assembly and installs the snapshot it
+// completes.
+func (l *ClientLink[S]) snapshotPart(part []byte) {
+	body, _, complete, dropped, err := l.asm.add(part)
+	if err != nil {
+		l.st.Malformed++
+		if dropped {
+			l.st.SnapshotErrors++
+		}
+		l.lastErr = err
+		return
+	}
+	l.st.SnapshotParts++
+	if complete {
+		l.installSnapshot(body)
+	}
 }
 
 // OnRecord implements transport.Handler; the client link sends no records,
