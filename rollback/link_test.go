@@ -30,7 +30,8 @@ type session struct {
 	frame   uint32   // the server's newest frame
 	tcfg    transport.Config
 	lcfg    LinkConfig
-	maxSeen int // largest PendingAckCount seen
+	maxSeen int          // largest PendingAckCount seen
+	extra   func(*Store) // if set, run on every client's store once built (session.grow)
 }
 
 type sessClient struct {
@@ -79,6 +80,9 @@ func (s *session) addClient(p Sender, install bool) *sessClient {
 	s.t.Helper()
 	cl := &sessClient{p: p, rng: rand.New(rand.NewPCG(uint64(p)+1, 77)), from: 1, to: ^uint32(0)}
 	cl.w = newWorld(s.t, Config{FrameCapacity: 64}, 64)
+	if s.extra != nil {
+		s.extra(cl.w.store)
+	}
 	sample := func(f uint32, in *InputBuffer) {
 		if f < cl.from || f > cl.to {
 			return
