@@ -461,6 +461,13 @@ func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 			c.stats.FragmentRestarts++
 		}
 		if sl.frag == nil {
+			if c.openLarge() >= c.maxOpenLarge() {
+				// The receiver reassembles at most MaxPartial messages at
+				// once and must never evict a reliable one (its pieces
+				// were acked and will not come again): this one starts
+				// when an open one is delivered.
+				return true
+			}
 			sl.frag = c.reliable[stream].newFrag()
 		} else {
 			*sl.frag = fragState{}
@@ -498,6 +505,22 @@ func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 	}
 	return true
 }
+
+// openLarge counts the fragmented reliable messages being sent, all
+// streams together.
+func (c *Channel) openLarge() int {
+	n := 0
+	for _, rs := range c.reliable {
+		n += rs.openLarge
+	}
+	return n
+}
+
+// maxOpenLarge is how many fragmented reliable messages may be open at
+// once: half the peer's partial assemblies (Config.MaxPartial, which both
+// ends share), the other half left to unreliable and sequenced ones and to
+// a restarted attempt's stale pieces.
+func (c *Channel) maxOpenLarge() int { return max(1, c.cfg.MaxPartial/2) }
 
 // flushQueued sends queued unreliable and sequenced messages in order. A
 // large one goes out piece by piece, paced like reliable pieces; what does

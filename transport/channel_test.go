@@ -530,3 +530,91 @@ func TestUrgentAckKeepsFastSenderExact(t *testing.T) {
 		t.Fatalf("only %d messages delivered", p.hb.messages)
 	}
 }
+
+// Many fragmented reliable messages at once over a lossy link: 200
+// messages of 4 KiB (4 pieces each), sent as fast as the stream takes them
+// over sim(25, 5, 10), arrive exactly once and in order. The receiver
+// reassembles at most MaxPartial messages at once, and a reliable one it
+// evicted was lost for good — its pieces were acked as they arrived —
+// which stalled the ordered stream after 2 messages; the sender now keeps
+// at most MaxPartial/2 of them open, and eviction takes unreliable ones
+// first. (S-D1, S-C6.)
+func TestManyLargeReliableMessagesUnderLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default", Config{}},
+		{"window 16", Config{ReliableWindow: 16}},
+	} {
+		r := newRig(t, 3, tc.cfg, sim(25, 5, 0.10))
+		r.b.keep = true
+		const n, size = 200, 4096
+		sent := 0
+		for sent < n || !r.a.ch.reliableIdle() {
+			for sent < n {
+				if _, err := r.a.ch.SendReliable(1, payload(sent, size)); errors.Is(err, ErrQueueFull) {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				sent++
+			}
+			r.run(1)
+			if r.tick > 5000 {
+				t.Fatalf("%s: %d of %d delivered after %d ticks", tc.name, len(r.b.got), n, r.tick)
+			}
+		}
+		r.settle(300)
+		if len(r.b.got) != n {
+			t.Fatalf("%s: delivered %d of %d", tc.name, len(r.b.got), n)
+		}
+		for i, g := range r.b.got {
+			if g.Payload != string(payload(i, size)) {
+				t.Fatalf("%s: message %d corrupted or out of order", tc.name, i)
+			}
+		}
+		st := r.b.ch.Stats()
+		if st.ReliableOutside != 0 || st.ReliableOverflow != 0 {
+			t.Fatalf("%s: receiver dropped acked messages: outside %d, overflow %d", tc.name, st.ReliableOutside, st.ReliableOverflow)
+		}
+		t.Logf("%s: %d ticks; receiver evicted %d partials", tc.name, r.tick, st.Fragments.Evicted)
+	}
+}
+
+// The byte cap covers the send window, not only its unacked messages: a
+// receiver buffers the acked messages behind a lost one, up to the same
+// cap, and one it could not buffer was dropped although acked — lost for
+// good. With ReliableBytes 4 KiB and 500-byte messages over sim(25, 5, 20)
+// nothing overflows and everything arrives in order.
+func TestReliableByteCapCoversTheWindow(t *testing.T) {
+	cfg := Config{ReliableBytes: 4096, MaxMessageSize: 2048}
+	r := newRig(t, 8, cfg, sim(25, 5, 0.20))
+	r.b.keep = true
+	const n, size = 1000, 500
+	sent := 0
+	for sent < n || !r.a.ch.reliableIdle() {
+		for sent < n {
+			if _, err := r.a.ch.SendReliable(1, payload(sent, size)); errors.Is(err, ErrQueueFull) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			sent++
+		}
+		r.run(1)
+		if r.tick > 20000 {
+			t.Fatalf("%d of %d delivered after %d ticks", len(r.b.got), n, r.tick)
+		}
+	}
+	r.settle(300)
+	st := r.b.ch.Stats()
+	if len(r.b.got) != n || st.ReliableOverflow != 0 {
+		t.Fatalf("delivered %d of %d, receiver overflow %d", len(r.b.got), n, st.ReliableOverflow)
+	}
+	for i, g := range r.b.got {
+		if g.Payload != string(payload(i, size)) {
+			t.Fatalf("message %d corrupted or out of order", i)
+		}
+	}
+}

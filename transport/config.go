@@ -57,9 +57,13 @@ type Config struct {
 	// power of two in [16, 16384].
 	ReliableWindow int
 
-	// ReliableBytes caps the payload bytes a reliable stream holds unacked
-	// (send side) and buffers out of order (receive side). Default 1 MiB,
-	// or one largest message if that is more; at least that.
+	// ReliableBytes caps, per reliable stream, the bytes of the send window
+	// — every message from the oldest unacked to the newest, the acked ones
+	// between included (send side) — and the bytes buffered out of order
+	// (receive side). Both peers must use the same value: the sender's cap
+	// is what keeps the receiver's buffer from overflowing, and a message
+	// it dropped would be lost for good (its datagram was acked). Default
+	// 1 MiB, or one largest message if that is more; at least that.
 	ReliableBytes int
 
 	// RedundancyBytes is the per-datagram budget for riding unacked small
@@ -91,7 +95,11 @@ type Config struct {
 	FragmentExpiry int
 
 	// MaxPartial is how many fragmented messages may be partly received at
-	// once; a new one beyond it evicts the oldest. Default 8.
+	// once; a new one beyond it evicts the oldest unreliable or sequenced
+	// one, else the oldest. The sender keeps at most MaxPartial/2
+	// fragmented reliable messages in flight at once, so that the peer
+	// never evicts one (its pieces were acked and will not come again):
+	// both peers must use the same value. Default 8.
 	MaxPartial int
 
 	// MaxDatagramsPerFlush caps the datagrams one Flush sends; what does not

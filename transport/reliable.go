@@ -57,13 +57,20 @@ func clearBit(b *[4]uint64, i int)    { b[i>>6] &^= 1 << (i & 63) }
 // oldest unacked id to the newest; a full window is back-pressure, never a
 // silent drop.
 type reliableSender struct {
-	slots      []sendSlot // indexed by id & mask; nil until the first push
-	window     int
-	freeFrags  []*fragState // released fragment states, reused
-	mask       wire.Seq
-	oldest     wire.Seq // oldest unacked id (== next when empty)
-	next       wire.Seq // id the next message gets
-	queued     int      // bytes held
+	slots     []sendSlot // indexed by id & mask; nil until the first push
+	window    int
+	freeFrags []*fragState // released fragment states, reused
+	openLarge int          // held messages with a fragment state: large ones being sent
+	mask      wire.Seq
+	oldest    wire.Seq // oldest unacked id (== next when empty)
+	next      wire.Seq // id the next message gets
+	queued    int      // bytes held
+	// span is the bytes of every message from oldest to next, the acked
+	// ones between included: what the receiver may have to buffer behind
+	// a gap on an ordered stream. The byte cap applies to it, not to
+	// queued, so the receiver's buffer (the same cap) never overflows and
+	// drops a message whose datagram it already acked.
+	span       int
 	maxQueued  int
 	unacked    int // messages held
 	everQueued uint64
@@ -84,7 +91,7 @@ func newReliableSender(window, maxQueued int) *reliableSender {
 func (s *reliableSender) push(n int) (*sendSlot, error) {
 	// The window is a span of ids, not a count: ids index the ring, so an
 	// acked message in the middle does not free room for one more.
-	if int(s.next-s.oldest) >= s.window || s.queued+n > s.maxQueued {
+	if int(s.next-s.oldest) >= s.window || s.span+n > s.maxQueued {
 		return nil, ErrQueueFull
 	}
 	if s.slots == nil {
@@ -98,12 +105,14 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	s.next++
 	s.unacked++
 	s.queued += n
+	s.span += n
 	s.everQueued++
 	return sl, nil
 }
 
 // newFrag returns a zeroed fragment state, reusing a released one.
 func (s *reliableSender) newFrag() *fragState {
+	s.openLarge++
 	if n := len(s.freeFrags); n > 0 {
 		f := s.freeFrags[n-1]
 		s.freeFrags = s.freeFrags[:n-1]
@@ -179,8 +188,10 @@ func (s *reliableSender) release(sl *sendSlot) {
 	if sl.frag != nil {
 		s.freeFrags = append(s.freeFrags, sl.frag)
 		sl.frag = nil
+		s.openLarge--
 	}
 	for s.oldest != s.next && s.slots[s.oldest&s.mask].state == msgFree {
+		s.span -= len(s.slots[s.oldest&s.mask].buf)
 		s.oldest++
 	}
 }

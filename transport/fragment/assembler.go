@@ -258,15 +258,29 @@ func (a *Assembler) finish(buf []byte, size int, id wire.Seq, mode wire.FrameTyp
 	return msg, nil
 }
 
-// start opens a partial assembly for f's message id, evicting the oldest
-// one if every slot is taken.
+// start opens a partial assembly for f's message id, evicting one if
+// every slot is taken: the oldest unreliable or sequenced one if there is
+// any, else the oldest. Pieces of a reliable message were acked as they
+// arrived and its sender will not send them again, so evicting its
+// partial loses the message for good; the sender keeps few of them open
+// at once (well under MaxPartial), so they are the last to go.
 func (a *Assembler) start(f wire.FragmentFrame, tick uint64) *partial {
 	if a.live == len(a.parts) {
-		var oldest *partial
+		var oldest, oldestLossy *partial
 		for i := range a.parts {
-			if p := &a.parts[i]; p.used && (oldest == nil || p.order < oldest.order) {
+			p := &a.parts[i]
+			if !p.used {
+				continue
+			}
+			if oldest == nil || p.order < oldest.order {
 				oldest = p
 			}
+			if p.mode != wire.FrameReliable && (oldestLossy == nil || p.order < oldestLossy.order) {
+				oldestLossy = p
+			}
+		}
+		if oldestLossy != nil {
+			oldest = oldestLossy
 		}
 		a.stats.Evicted++
 		a.discard(oldest)

@@ -106,11 +106,21 @@ func (r *refAssembler) add(f wire.FragmentFrame, tick uint64) ([]byte, error) {
 	p := &refPartial{mode: f.Mode, count: count, pieces: map[int][]byte{}, first: tick, order: r.serial}
 	if count > 1 {
 		if len(r.parts) == r.cfg.MaxPartial {
+			// The oldest lossy (unreliable or sequenced) partial, else
+			// the oldest of all.
 			var oldest wire.Seq
 			var best *refPartial
-			for id, q := range r.parts {
-				if best == nil || q.order < best.order {
-					oldest, best = id, q
+			for _, lossy := range []bool{true, false} {
+				for id, q := range r.parts {
+					if lossy && q.mode == wire.FrameReliable {
+						continue
+					}
+					if best == nil || q.order < best.order {
+						oldest, best = id, q
+					}
+				}
+				if best != nil {
+					break
 				}
 			}
 			delete(r.parts, oldest)
