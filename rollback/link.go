@@ -846,11 +846,11 @@ func (l *ClientLink[S]) installSnapshot(body []byte) {
 // completes.
 func (l *ClientLink[S]) snapshotPart(part []byte) {
 	body, _, complete, dropped, err := l.asm.add(part)
+	if dropped {
+		l.st.SnapshotErrors++ // an assembly in progress was given up
+	}
 	if err != nil {
 		l.st.Malformed++
-		if dropped {
-			l.st.SnapshotErrors++
-		}
 		l.lastErr = err
 		return
 	}

@@ -117,7 +117,10 @@ type snapshotAssembler struct {
 // beyond count, data empty or above MaxSnapshotChunk, a part before the
 // last shorter than the first or a last one longer), or does not continue
 // the assembly in progress (frame, count, index); the assembly in
-// progress, if any, is dropped (dropped reports it). Never a panic.
+// progress, if any, is dropped (dropped reports it). A first part (index
+// 0) always starts a new assembly, dropping one in progress (dropped,
+// without an error): a server that abandoned a snapshot half sent must
+// not lock its client out of the next one. Never a panic.
 func (a *snapshotAssembler) add(part []byte) (body []byte, frame uint32, complete, dropped bool, err error) {
 	bad := func(what string) ([]byte, uint32, bool, bool, error) {
 		dropped = a.active
@@ -140,9 +143,7 @@ func (a *snapshotAssembler) add(part []byte) (body []byte, frame uint32, complet
 		return bad("length")
 	}
 	if index == 0 {
-		if a.active {
-			return bad("restarts the assembly")
-		}
+		dropped = a.active
 		a.buf, a.frame, a.count, a.size, a.active = a.buf[:0], f, count, len(data), true
 	} else {
 		switch {
@@ -159,10 +160,10 @@ func (a *snapshotAssembler) add(part []byte) (body []byte, frame uint32, complet
 	a.buf = append(a.buf, data...)
 	a.next = index + 1
 	if a.next < a.count {
-		return nil, 0, false, false, nil
+		return nil, 0, false, dropped, nil
 	}
 	a.active, a.next = false, 0
-	return a.buf, a.frame, true, false, nil
+	return a.buf, a.frame, true, dropped, nil
 }
 
 // abort drops the assembly in progress (the buffer is kept).

@@ -401,7 +401,6 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 		{"short middle part", [][]byte{ps[0], partMsg(f, 1, n, d(1)[:100])}, true},
 		{"long last part", [][]byte{partMsg(f, 0, 2, d(0)[:100]), partMsg(f, 1, 2, d(1)[:101])}, true},
 		{"duplicate part", [][]byte{ps[0], ps[1], ps[1]}, true},
-		{"first part again", [][]byte{ps[0], ps[0]}, true},
 		{"whole message then a stale part", [][]byte{ps[0], ps[1], append([]byte{msgSnapshot}, body...), ps[2]}, false},
 	}
 	for _, tc := range cases {
@@ -580,4 +579,30 @@ func FuzzSnapshotAssembler(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A first part always starts a new assembly: a snapshot the server gave up
+// half sent is dropped (counted in SnapshotErrors, not as malformed) and
+// the next one installs.
+func TestSnapshotPartsFirstPartRestarts(t *testing.T) {
+	world := gameStore(t, 400, 9)
+	enc, err := NewSnapshotter(world, nil, SnapshotConfig{Compression: CompressNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const f = 40
+	body, err := enc.AppendSnapshot(nil, 0, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := splitParts(body, f, 256)
+	dst := emptyLike(t, world)
+	cl := newPartsClient(t, dst)
+	for _, m := range append([][]byte{ps[0], ps[1]}, ps...) {
+		cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: m})
+	}
+	st := cl.Stats()
+	if st.Malformed != 0 || st.SnapshotErrors != 1 || st.Snapshots != 1 || dst.Checksum() != world.Checksum() {
+		t.Fatalf("%+v, last error %v", st, cl.LastError())
+	}
 }
