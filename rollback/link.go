@@ -281,8 +281,8 @@ func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.p
 // state bursts that repair the client — when the Replicator reports
 // NeedsResync (at most once per ring of frames, FrameCapacity, so a dead
 // link does not pile up bursts), or when the client asks (its Receiver
-// reports NeedsResync; a request made before the last burst was sent is
-// ignored). Each snapshot is of the newest final frame F, sent as one
+// reports NeedsResync, or it refused a snapshot; a request made before the
+// last burst was sent is ignored, one after a refusal never is). Each snapshot is of the newest final frame F, sent as one
 // reliable message on LinkConfig.Stream (fragmented by the channel) or,
 // when larger than LinkConfig.SnapshotChunk, as consecutive part messages
 // on it, and the client's stream restarts after F (Resync). nil turns
@@ -703,7 +703,22 @@ type ClientLink[S State] struct {
 	sink  SnapshotSink
 	asked bool // a resync request is out since the last install
 	asm   snapshotAssembler
+	// refused counts the snapshots refused in a row since the last
+	// install; each makes Flush ask for another, up to MaxSnapshotRetries.
+	refused int
 }
+
+// MaxSnapshotRetries is how many snapshots in a row a client link refuses
+// (SnapshotErrors) and asks the server to replace before it gives up
+// asking: one that cannot install any (its SnapshotConfig too small for
+// the server's world, say) must not make the server send state bursts
+// forever. The error stays in LastError.
+const MaxSnapshotRetries = 3
+
+// refusedBaseline is the baseline a resync request carries after the
+// client refused a snapshot: above any frame, so the server, which ignores
+// requests older than its last burst, answers it.
+const refusedBaseline = ^uint32(0)
 
 // NewClientLink returns the link driving c. If c already has a snapshot
 // installed, the stream continues after its newest confirmed frame.
@@ -772,7 +787,7 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 	}
 	l.sent = frame
 	l.nSums = 0
-	l.asked = false
+	l.asked, l.refused = false, 0
 	return l.recv.Reset(frame)
 }
 
@@ -835,11 +850,21 @@ func (l *ClientLink[S]) installSnapshot(body []byte) {
 		err = l.InstallSnapshot(frame)
 	}
 	if err != nil {
-		l.st.SnapshotErrors++
-		l.lastErr = err
+		l.snapshotRefused(err)
 		return
 	}
 	l.st.Snapshots++
+}
+
+// snapshotRefused notes a snapshot the link could not install (or a part
+// assembly it dropped): the next Flush asks for another.
+func (l *ClientLink[S]) snapshotRefused(err error) {
+	l.st.SnapshotErrors++
+	l.refused++
+	l.asked = false
+	if err != nil {
+		l.lastErr = err
+	}
 }
 
 // snapshotPart adds a part to the assembly and installs the snapshot it
@@ -847,7 +872,7 @@ func (l *ClientLink[S]) installSnapshot(body []byte) {
 func (l *ClientLink[S]) snapshotPart(part []byte) {
 	body, _, complete, dropped, err := l.asm.add(part)
 	if dropped {
-		l.st.SnapshotErrors++ // an assembly in progress was given up
+		l.snapshotRefused(nil) // an assembly in progress was given up
 	}
 	if err != nil {
 		l.st.Malformed++
@@ -887,9 +912,14 @@ func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 		return err
 	}
 	l.verify()
-	if l.sink != nil && !l.asked && l.c.Ready() && l.recv.NeedsResync() {
+	retry := l.refused > 0 && l.refused <= MaxSnapshotRetries
+	if l.sink != nil && !l.asked && (retry || l.c.Ready() && l.recv.NeedsResync()) {
+		base := l.c.Baseline()
+		if retry {
+			base = refusedBaseline
+		}
 		l.msg = append(l.msg[:0], msgResync)
-		l.msg = wire.AppendUint32(l.msg, l.c.Baseline())
+		l.msg = wire.AppendUint32(l.msg, base)
 		if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
 			if errors.Is(err, transport.ErrQueueFull) {
 				l.st.QueueFull++

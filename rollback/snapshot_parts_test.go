@@ -606,3 +606,85 @@ func TestSnapshotPartsFirstPartRestarts(t *testing.T) {
 		t.Fatalf("%+v, last error %v", st, cl.LastError())
 	}
 }
+
+// A client link that refuses a snapshot asks for another (a resync request
+// whose baseline, 0xFFFFFFFF, no burst can be newer than), also before it
+// ever joined; the server link answers it although it sent a snapshot
+// since; a valid snapshot then installs. After MaxSnapshotRetries refusals
+// in a row the client stops asking.
+func TestRefusedSnapshotIsAskedForAgain(t *testing.T) {
+	world := gameStore(t, 300, 4)
+	enc, err := NewSnapshotter(world, nil, SnapshotConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const f = 30
+	good, err := enc.AppendSnapshot([]byte{msgSnapshot}, 0, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte{msgSnapshot}, 0xff, 0xff, 0xff) // refused by the sink
+	dst := emptyLike(t, world)
+	cl := newPartsClient(t, dst)
+	deliver := func(p []byte) {
+		cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: p})
+	}
+	requests := func() (out []uint32) {
+		ch := &fakeStream{room: 100}
+		if err := cl.Flush(ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ch.rel {
+			if m[0] == msgResync {
+				b, _, _ := wire.Uint32(m[1:])
+				out = append(out, b)
+			}
+		}
+		return out
+	}
+
+	if got := requests(); len(got) != 0 {
+		t.Fatalf("requests before any snapshot: %v", got)
+	}
+	deliver(bad)
+	got := requests()
+	if len(got) != 1 || got[0] != refusedBaseline || cl.Client().Ready() {
+		t.Fatalf("after a refused snapshot: requests %v, ready %v", got, cl.Client().Ready())
+	}
+	if got := requests(); len(got) != 0 {
+		t.Fatalf("asked twice for one refusal: %v", got)
+	}
+
+	// The server answers it, though it sent a snapshot (of frame 50) since
+	// the client's baseline.
+	sw, srv := newServerWorld(t, Config{FrameCapacity: 64}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 2}, true)
+	repl, _ := NewReplicator(sw.log, nil)
+	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.snapSent, sl.lastSnap = true, 50
+	req := wire.AppendUint32([]byte{msgResync}, refusedBaseline)
+	sl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: req})
+	if st := sl.Stats(); !sl.snapWant || st.ResyncRequests != 1 || st.ResyncIgnored != 0 {
+		t.Fatalf("server link: want %v, %+v", sl.snapWant, st)
+	}
+
+	deliver(good)
+	if st := cl.Stats(); st.Snapshots != 1 || st.SnapshotErrors != 1 || dst.Checksum() != world.Checksum() {
+		t.Fatalf("after the good snapshot: %+v", st)
+	}
+	if got := requests(); len(got) != 0 {
+		t.Fatalf("requests after an install: %v", got)
+	}
+
+	// A client that refuses every snapshot asks MaxSnapshotRetries times.
+	asked := 0
+	for range MaxSnapshotRetries + 3 {
+		deliver(bad)
+		asked += len(requests())
+	}
+	if asked != MaxSnapshotRetries {
+		t.Fatalf("%d requests for %d refusals in a row, want %d", asked, MaxSnapshotRetries+3, MaxSnapshotRetries)
+	}
+}
