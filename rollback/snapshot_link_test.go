@@ -35,6 +35,31 @@ func (s *session) stepJoin(advance bool) {
 	}
 }
 
+// joinLate runs the join scenario on s: client 0 plays from the start,
+// client 1 joins at frame 100 by a snapshot (codec) and plays to frame
+// 400; both must converge with the server. It returns the joiner.
+func (s *session) joinLate(codec Compression) *sessClient {
+	s.t.Helper()
+	s.addClient(0, true)
+	s.last = 400
+	for s.frame < 100 {
+		s.step(true)
+	}
+	late := s.addClient(1, false)
+	late.from = ^uint32(0)
+	s.withSnapshots(late, SnapshotConfig{Compression: codec})
+	late.slink.RequestSnapshot()
+	for s.frame < s.last {
+		s.stepJoin(true)
+	}
+	if !late.ready || late.c.Baseline() < 100-sessRewind {
+		s.t.Fatalf("codec %d: joiner ready %v, baseline %d", codec, late.ready, late.c.Baseline())
+	}
+	s.settle(600)
+	s.checkConverged()
+	return late
+}
+
 // Join: a client joins mid-game over sim(25, 5, 10). The server sends it a
 // snapshot of its newest final frame — taken from the live store by
 // undoing the newer frames — as one reliable message; the client installs
@@ -45,23 +70,7 @@ func (s *session) stepJoin(advance bool) {
 func TestLinkSnapshotJoin(t *testing.T) {
 	for _, codec := range []Compression{CompressZstd, CompressS2} {
 		s := newSession(t, 11, sim(25, 5, 10), LinkConfig{})
-		s.addClient(0, true)
-		s.last = 400
-		for s.frame < 100 {
-			s.step(true)
-		}
-		late := s.addClient(1, false)
-		late.from = ^uint32(0)
-		s.withSnapshots(late, SnapshotConfig{Compression: codec})
-		late.slink.RequestSnapshot()
-		for s.frame < s.last {
-			s.stepJoin(true)
-		}
-		if !late.ready || late.c.Baseline() < 100-sessRewind {
-			t.Fatalf("codec %d: joiner ready %v, baseline %d", codec, late.ready, late.c.Baseline())
-		}
-		s.settle(600)
-		s.checkConverged()
+		late := s.joinLate(codec)
 		ss, cs := late.slink.Stats(), late.link.Stats()
 		if ss.Snapshots != 1 || cs.Snapshots != 1 || cs.SnapshotErrors != 0 || late.c.Stats().FramesPredicted == 0 {
 			t.Fatalf("codec %d: server link %+v, client link %+v", codec, ss, cs)

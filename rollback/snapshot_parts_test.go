@@ -49,23 +49,7 @@ func TestLinkSnapshotJoinChunked(t *testing.T) {
 	for _, codec := range []Compression{CompressZstd, CompressS2} {
 		s := newSession(t, 11, sim(25, 5, 10), LinkConfig{SnapshotChunk: 256})
 		s.grow(54)
-		s.addClient(0, true)
-		s.last = 400
-		for s.frame < 100 {
-			s.step(true)
-		}
-		late := s.addClient(1, false)
-		late.from = ^uint32(0)
-		s.withSnapshots(late, SnapshotConfig{Compression: codec})
-		late.slink.RequestSnapshot()
-		for s.frame < s.last {
-			s.stepJoin(true)
-		}
-		if !late.ready || late.c.Baseline() < 100-sessRewind {
-			t.Fatalf("codec %d: joiner ready %v, baseline %d", codec, late.ready, late.c.Baseline())
-		}
-		s.settle(600)
-		s.checkConverged()
+		late := s.joinLate(codec)
 		ss, cs := late.slink.Stats(), late.link.Stats()
 		if ss.Snapshots != 1 || ss.SnapshotParts < 2 || cs.Snapshots != 1 || cs.SnapshotParts != ss.SnapshotParts ||
 			cs.SnapshotErrors != 0 || cs.Malformed != 0 || late.c.Stats().FramesPredicted == 0 {

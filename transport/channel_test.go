@@ -550,21 +550,7 @@ func TestManyLargeReliableMessagesUnderLoss(t *testing.T) {
 		r := newRig(t, 3, tc.cfg, sim(25, 5, 0.10))
 		r.b.keep = true
 		const n, size = 200, 4096
-		sent := 0
-		for sent < n || !r.a.ch.reliableIdle() {
-			for sent < n {
-				if _, err := r.a.ch.SendReliable(1, payload(sent, size)); errors.Is(err, ErrQueueFull) {
-					break
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				sent++
-			}
-			r.run(1)
-			if r.tick > 5000 {
-				t.Fatalf("%s: %d of %d delivered after %d ticks", tc.name, len(r.b.got), n, r.tick)
-			}
-		}
+		sendAllReliable(t, r, n, size, 5000)
 		r.settle(300)
 		if len(r.b.got) != n {
 			t.Fatalf("%s: delivered %d of %d", tc.name, len(r.b.got), n)
@@ -592,6 +578,24 @@ func TestReliableByteCapCoversTheWindow(t *testing.T) {
 	r := newRig(t, 8, cfg, sim(25, 5, 0.20))
 	r.b.keep = true
 	const n, size = 1000, 500
+	sendAllReliable(t, r, n, size, 20000)
+	r.settle(300)
+	st := r.b.ch.Stats()
+	if len(r.b.got) != n || st.ReliableOverflow != 0 {
+		t.Fatalf("delivered %d of %d, receiver overflow %d", len(r.b.got), n, st.ReliableOverflow)
+	}
+	for i, g := range r.b.got {
+		if g.Payload != string(payload(i, size)) {
+			t.Fatalf("message %d corrupted or out of order", i)
+		}
+	}
+}
+
+// sendAllReliable sends messages 0..n−1 of size bytes on ordered stream 1
+// from a to b as fast as the stream takes them (back-pressure waits a
+// tick), ticking until every one is acked; it fails after maxTicks.
+func sendAllReliable(t *testing.T, r *rig, n, size int, maxTicks uint64) {
+	t.Helper()
 	sent := 0
 	for sent < n || !r.a.ch.reliableIdle() {
 		for sent < n {
@@ -603,18 +607,8 @@ func TestReliableByteCapCoversTheWindow(t *testing.T) {
 			sent++
 		}
 		r.run(1)
-		if r.tick > 20000 {
+		if r.tick > maxTicks {
 			t.Fatalf("%d of %d delivered after %d ticks", len(r.b.got), n, r.tick)
-		}
-	}
-	r.settle(300)
-	st := r.b.ch.Stats()
-	if len(r.b.got) != n || st.ReliableOverflow != 0 {
-		t.Fatalf("delivered %d of %d, receiver overflow %d", len(r.b.got), n, st.ReliableOverflow)
-	}
-	for i, g := range r.b.got {
-		if g.Payload != string(payload(i, size)) {
-			t.Fatalf("message %d corrupted or out of order", i)
 		}
 	}
 }
