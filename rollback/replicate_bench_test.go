@@ -46,26 +46,26 @@ func newLoopPair(tb testing.TB, i int, hs, hc transport.Handler) *loopPair {
 
 // flushServer flushes the server channel and delivers to the client.
 func (p *loopPair) flushServer(now time.Duration, tick uint64) {
-	p.srv.Flush(now, tick, &p.sSink)
+	p.srv.Flush(now, &p.sSink)
 	p.deliverToClient(now, tick)
 }
 
 // flushClient flushes the client channel and delivers to the server.
 func (p *loopPair) flushClient(now time.Duration, tick uint64) {
-	p.cli.Flush(now, tick, &p.cSk)
+	p.cli.Flush(now, &p.cSk)
 	p.deliverToServer(now, tick)
 }
 
 func (p *loopPair) deliverToClient(now time.Duration, tick uint64) {
 	for _, d := range p.sSink.out {
-		_ = p.cli.Receive(now, tick, d[wire.SessionHeaderLen:])
+		_ = p.cli.Receive(now, d[wire.SessionHeaderLen:])
 	}
 	p.sSink.out = p.sSink.out[:0]
 }
 
 func (p *loopPair) deliverToServer(now time.Duration, tick uint64) {
 	for _, d := range p.cSk.out {
-		_ = p.srv.Receive(now, tick, d[wire.SessionHeaderLen:])
+		_ = p.srv.Receive(now, d[wire.SessionHeaderLen:])
 	}
 	p.cSk.out = p.cSk.out[:0]
 }
@@ -245,7 +245,7 @@ func (pb *peerBench) clientSide() {
 		if _, err := pair.cli.SendReliable(DefaultLinkStream, pb.msgs[p]); err != nil {
 			panic(err)
 		}
-		pair.cli.Flush(pb.now, pb.tick, &pair.cSk)
+		pair.cli.Flush(pb.now, &pair.cSk)
 	}
 }
 
@@ -266,7 +266,7 @@ func (pb *peerBench) serverSide() {
 		if err := l.Flush(pb.pairs[p].srv); err != nil {
 			panic(err)
 		}
-		pb.pairs[p].srv.Flush(pb.now, pb.tick, &pb.pairs[p].sSink)
+		pb.pairs[p].srv.Flush(pb.now, &pb.pairs[p].sSink)
 	}
 }
 

@@ -166,7 +166,7 @@ func (e *chanEnd) receive(now time.Duration, tick uint64) {
 			if err != nil || h.Secret != e.secret {
 				e.tb.Fatal("foreign datagram on the rig")
 			}
-			_ = e.ch.Receive(now, tick, b[k:])
+			_ = e.ch.Receive(now, b[k:])
 		}
 		if n < len(e.in) {
 			return
@@ -175,7 +175,7 @@ func (e *chanEnd) receive(now time.Duration, tick uint64) {
 }
 
 func (e *chanEnd) flush(now time.Duration, tick uint64) {
-	e.ch.Flush(now, tick, e)
+	e.ch.Flush(now, e)
 	if len(e.out) > 0 {
 		if _, err := e.conn.WriteBatch(e.out); err != nil {
 			e.tb.Fatal(err)

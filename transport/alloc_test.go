@@ -55,13 +55,13 @@ func newPair(tb testing.TB, cfg Config) *pair {
 func (p *pair) step() {
 	p.tick++
 	p.now += tick60
-	p.a.Flush(p.now, p.tick, &p.sa)
-	p.b.Flush(p.now, p.tick, &p.sb)
+	p.a.Flush(p.now, &p.sa)
+	p.b.Flush(p.now, &p.sb)
 	for _, d := range p.sa.out {
-		p.b.Receive(p.now, p.tick, d[wire.SessionHeaderLen:])
+		p.b.Receive(p.now, d[wire.SessionHeaderLen:])
 	}
 	for _, d := range p.sb.out {
-		p.a.Receive(p.now, p.tick, d[wire.SessionHeaderLen:])
+		p.a.Receive(p.now, d[wire.SessionHeaderLen:])
 	}
 	p.sa.out, p.sb.out = p.sa.out[:0], p.sb.out[:0]
 }

@@ -159,9 +159,9 @@ type Channel struct {
 	curRedun  int             // redundant bytes in cur
 	sink      Sink
 	now       time.Duration
-	tick      uint64
-	sentAny   bool // a datagram left in this Flush
-	burst     int  // datagrams sent in this Flush
+	flushes   uint64 // Flush calls so far: once-per-Flush rules compare it
+	sentAny   bool   // a datagram left in this Flush
+	burst     int    // datagrams sent in this Flush
 	lastSend  time.Duration
 
 	stats ChannelStats
@@ -182,7 +182,7 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 	asm, err := fragment.NewAssembler(fragment.AssemblerConfig{
 		MTU:            cfg.MTU,
 		MaxPartial:     cfg.MaxPartial,
-		ExpireTicks:    uint64(cfg.FragmentExpiry),
+		Expiry:         cfg.FragmentTimeout,
 		MaxMessageSize: cfg.MaxMessageSize + maxFraming,
 	})
 	if err != nil {
@@ -330,12 +330,15 @@ func (c *Channel) PendingCount() int { return c.tracker.PendingCount() }
 // messages due for (re)transmission, sequenced and unreliable messages,
 // redundant copies of unacked reliable messages, a keep-alive or a
 // standalone ack when needed — into datagrams handed to sink, and resolves
-// time-outs. now is the channel's clock; tick counts Flush calls (fragment
-// expiry and once-per-tick rules use it). Call it once per tick.
-func (c *Channel) Flush(now time.Duration, tick uint64, sink Sink) {
-	c.now, c.tick, c.sink, c.sentAny, c.burst = now, tick, sink, false, 0
+// time-outs. now is the channel's clock (monotonic, from any origin);
+// every timer and expiry is a duration on it. Call it at any cadence — once
+// per game tick, on every wake-up of an event loop, or irregularly: the
+// protocol's behaviour depends on time, not on how often Flush is called.
+func (c *Channel) Flush(now time.Duration, sink Sink) {
+	c.flushes++
+	c.now, c.sink, c.sentAny, c.burst = now, sink, false, 0
 	c.dispatch(c.tracker.Expire(c.events[:0], now))
-	c.assembler.Expire(tick)
+	c.assembler.Expire(now)
 
 	if c.closing && c.room(wire.DisconnectFrameLen) {
 		c.cur = wire.AppendDisconnectFrame(c.cur, wire.DisconnectFrame{Reason: c.closeWhy})
@@ -418,7 +421,7 @@ func (c *Channel) flushReliable() {
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
-			if sl == nil || sl.lastSent == c.tick && sl.sent {
+			if sl == nil || sl.lastSent == c.flushes && sl.sent {
 				continue
 			}
 			if len(sl.buf) > c.cfg.MTU-datagramOverhead {
@@ -442,7 +445,7 @@ func (c *Channel) flushReliable() {
 			c.cur = append(c.cur, sl.buf...)
 			c.curFrame++
 			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
-			sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.tick, c.now, msgInFlight
+			sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
 		}
 	}
 }
@@ -456,7 +459,7 @@ func (c *Channel) flushReliable() {
 // and by the datagram budget. It reports false when it stopped for either.
 func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 	piece := c.pieceSize
-	if !sl.sent || sl.frag == nil || c.tick-sl.frag.attempt >= uint64(c.cfg.FragmentExpiry) {
+	if !sl.sent || sl.frag == nil || c.now-sl.frag.attempt >= c.cfg.FragmentTimeout {
 		if sl.sent {
 			c.stats.FragmentRestarts++
 		}
@@ -474,7 +477,7 @@ func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 		}
 		f := sl.frag
 		f.count = (len(sl.buf) + piece - 1) / piece
-		f.fragID, f.attempt = c.nextFragID(), c.tick
+		f.fragID, f.attempt = c.nextFragID(), c.now
 		for i := 0; i < f.count; i++ {
 			setBit(&f.due, i)
 		}
@@ -501,7 +504,7 @@ func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
 		c.curFrame++
 		c.stats.FragmentsSent++
 		c.note(manifestEntry{id: sl.id, fragID: f.fragID, stream: stream, piece: uint8(i), frag: true})
-		sl.lastSent = c.tick
+		sl.lastSent = c.flushes
 	}
 	return true
 }
@@ -604,7 +607,7 @@ func (c *Channel) flushRedundant() {
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
-			if sl == nil || !sl.sent || sl.frag != nil || sl.lastSent == c.tick || len(sl.buf) > budget ||
+			if sl == nil || !sl.sent || sl.frag != nil || sl.lastSent == c.flushes || len(sl.buf) > budget ||
 				c.now-sl.lastSentAt < c.cfg.RedundancyInterval {
 				continue
 			}
@@ -618,7 +621,7 @@ func (c *Channel) flushRedundant() {
 			c.curFrame++
 			c.curRedun += len(sl.buf)
 			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
-			sl.lastSent, sl.lastSentAt = c.tick, c.now
+			sl.lastSent, sl.lastSentAt = c.flushes, c.now
 			c.stats.RedundantCopies++
 		}
 	}
@@ -736,9 +739,9 @@ func (c *Channel) finish() {
 // validated before any is applied; a malformed datagram is dropped whole,
 // counted, and returned as an error wrapping ErrMalformed. Duplicates and
 // seqs too old to judge are dropped and counted without error. Deliveries
-// and verdicts reach the Handler before Receive returns. tick is the
-// current tick (fragment expiry counts ticks).
-func (c *Channel) Receive(now time.Duration, tick uint64, b []byte) error {
+// and verdicts reach the Handler before Receive returns. now is the
+// channel's clock, as for Flush.
+func (c *Channel) Receive(now time.Duration, b []byte) error {
 	c.stats.DatagramsReceived++
 	c.stats.BytesReceived += uint64(len(b))
 	h, n, err := wire.ParseChannelHeader(b)
@@ -777,7 +780,7 @@ func (c *Channel) Receive(now time.Duration, tick uint64, b []byte) error {
 		c.stats.AckOnlyReceived++
 	}
 	for len(frames) > 0 {
-		frames = frames[c.deliverFrame(frames, tick, true):] // validated above
+		frames = frames[c.deliverFrame(frames, now, true):] // validated above
 	}
 	return nil
 }
@@ -785,7 +788,7 @@ func (c *Channel) Receive(now time.Duration, tick uint64, b []byte) error {
 // deliverFrame applies the validated frame at the front of f and returns
 // its length. Fragments are reassembled and the whole message delivered as
 // the frame it encodes (never another fragment).
-func (c *Channel) deliverFrame(f []byte, tick uint64, allowFragment bool) int {
+func (c *Channel) deliverFrame(f []byte, now time.Duration, allowFragment bool) int {
 	var n int
 	switch wire.FrameType(f[0]) {
 	case wire.FrameUnreliable:
@@ -818,7 +821,7 @@ func (c *Channel) deliverFrame(f []byte, tick uint64, allowFragment bool) int {
 			c.stats.Malformed++
 			break
 		}
-		msg, err := c.assembler.Add(fr, tick)
+		msg, err := c.assembler.Add(fr, now)
 		if err != nil {
 			c.stats.FragmentsRefused++
 			break
@@ -827,7 +830,7 @@ func (c *Channel) deliverFrame(f []byte, tick uint64, allowFragment bool) int {
 			break
 		}
 		// The assembler checked msg is exactly one frame of type fr.Mode.
-		c.deliverFrame(msg, tick, false)
+		c.deliverFrame(msg, now, false)
 	case wire.FrameDisconnect:
 		var d wire.DisconnectFrame
 		d, n, _ = wire.ParseDisconnectFrame(f)

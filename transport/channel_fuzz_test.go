@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -14,7 +15,7 @@ func channelSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
 	collect := func() {
 		p.tick++
-		p.a.Flush(p.now, p.tick, &p.sa)
+		p.a.Flush(p.now, &p.sa)
 		for _, d := range p.sa.out {
 			seeds = append(seeds, append([]byte(nil), d[wire.SessionHeaderLen:]...))
 		}
@@ -48,7 +49,7 @@ func FuzzChannelReceive(f *testing.F) {
 		}
 		for round := 0; round < 2; round++ { // twice: the second is a duplicate
 			before := c.Stats()
-			err := c.Receive(0, uint64(round+1), b)
+			err := c.Receive(time.Duration(round+1), b)
 			after := c.Stats()
 			if err != nil {
 				if !errors.Is(err, ErrMalformed) {
@@ -76,7 +77,7 @@ func TestChannelSeedsDecode(t *testing.T) {
 	for i, s := range channelSeeds(t) {
 		var h nopHandler
 		c, _ := NewChannel(Config{}, &h, 0, 1)
-		if err := c.Receive(0, 1, s); err != nil {
+		if err := c.Receive(0, s); err != nil {
 			t.Fatalf("seed %d refused: %v", i, err)
 		}
 	}

@@ -506,19 +506,19 @@ func TestUrgentAckKeepsFastSenderExact(t *testing.T) {
 		}
 		p.tick++
 		p.now += time.Millisecond
-		p.a.Flush(p.now, p.tick, &p.sa) // every step: up to 32 datagrams
+		p.a.Flush(p.now, &p.sa) // every step: up to 32 datagrams
 		for _, d := range p.sa.out {
-			p.b.Receive(p.now, p.tick, d[wire.SessionHeaderLen:])
+			p.b.Receive(p.now, d[wire.SessionHeaderLen:])
 			if p.b.AckDue() {
 				p.b.SendAck(p.now, &p.sb)
 			}
 		}
 		p.sa.out = p.sa.out[:0]
 		if step%20 == 0 { // the receiver's own tick: 20 sender Flushes per one of its own
-			p.b.Flush(p.now, p.tick, &p.sb)
+			p.b.Flush(p.now, &p.sb)
 		}
 		for _, d := range p.sb.out {
-			p.a.Receive(p.now, p.tick, d[wire.SessionHeaderLen:])
+			p.a.Receive(p.now, d[wire.SessionHeaderLen:])
 		}
 		p.sb.out = p.sb.out[:0]
 	}

@@ -21,7 +21,7 @@ const (
 	DefaultRedundancyInterval = time.Second / 60
 	DefaultUnreliableBytes    = 256 << 10
 	DefaultRecordQueue        = 64
-	DefaultFragmentExpiry     = 120
+	DefaultFragmentTimeout    = 2 * time.Second
 	DefaultMaxPartial         = 8
 	DefaultMaxDatagrams       = ackmap.AckWindow - 1
 	// NoRedundancy, as Config.RedundancyBytes, turns redundant re-sending
@@ -90,9 +90,12 @@ type Config struct {
 	// Flushes. Default 64.
 	RecordQueue int
 
-	// FragmentExpiry is how many ticks a partly received fragmented
-	// message is kept before it is discarded. Default 120 (2 s at 60 Hz).
-	FragmentExpiry int
+	// FragmentTimeout is how long a partly received unreliable,
+	// sequenced or record message is kept, from its first piece, before it
+	// is discarded: a duration on the channel's clock, whatever the Flush
+	// cadence. Reliable messages never expire (their pieces were acked and
+	// will not come again). Default 2 s; range (0, 1 min].
+	FragmentTimeout time.Duration
 
 	// MaxPartial is how many fragmented messages may be partly received at
 	// once; a new one beyond it evicts the oldest unreliable or sequenced
@@ -133,7 +136,9 @@ func (c Config) withDefaults() Config {
 		c.RedundancyInterval = DefaultRedundancyInterval
 	}
 	def(&c.RecordQueue, DefaultRecordQueue)
-	def(&c.FragmentExpiry, DefaultFragmentExpiry)
+	if c.FragmentTimeout == 0 {
+		c.FragmentTimeout = DefaultFragmentTimeout
+	}
 	def(&c.MaxPartial, DefaultMaxPartial)
 	def(&c.MaxDatagramsPerFlush, DefaultMaxDatagrams)
 	if c.MTU >= MinMTU && c.MTU <= MaxMTU {
@@ -168,8 +173,8 @@ func (c Config) Validate() error {
 		return bad("UnreliableBytes %d below MaxMessageSize %d + framing", c.UnreliableBytes, c.MaxMessageSize)
 	case c.RecordQueue < 1:
 		return bad("RecordQueue %d below 1", c.RecordQueue)
-	case c.FragmentExpiry < 1:
-		return bad("FragmentExpiry %d below 1", c.FragmentExpiry)
+	case c.FragmentTimeout < 0 || c.FragmentTimeout > time.Minute:
+		return bad("FragmentTimeout %v not in (0, 1m]", c.FragmentTimeout)
 	case c.MaxPartial < 1:
 		return bad("MaxPartial %d below 1", c.MaxPartial)
 	case c.MaxDatagramsPerFlush < 1 || c.MaxDatagramsPerFlush > ackmap.AckWindow-1:

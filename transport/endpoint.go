@@ -56,7 +56,6 @@ type Endpoint struct {
 	fatal   error // the socket failed or was closed under us
 
 	now     time.Duration
-	tick    uint64
 	pollSeq uint64 // Poll calls, for the per-peer budgets
 
 	in       []socket.Message
@@ -318,7 +317,6 @@ func (e *Endpoint) Flush(now time.Duration) error {
 		return e.fatal
 	}
 	e.now = now
-	e.tick++
 	e.stats.Ticks++
 	if e.role == roleClient {
 		e.clientTick(now)
@@ -584,7 +582,7 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 		}
 		p.pollUsed++
 	}
-	if err := p.ch.Receive(now, e.tick, b[wire.SessionHeaderLen:]); err != nil {
+	if err := p.ch.Receive(now, b[wire.SessionHeaderLen:]); err != nil {
 		e.stats.Malformed[MalformedChannel]++
 	}
 	if p.ch.AckDue() && p.state == PeerConnected {
@@ -708,7 +706,7 @@ func (e *Endpoint) end(p *Peer, reason wire.DisconnectReason) {
 // flushPeer runs one Flush of p's channel into the endpoint's batch.
 func (e *Endpoint) flushPeer(now time.Duration, p *Peer) {
 	e.sinkPeer = p
-	p.ch.Flush(now, e.tick, e.sink)
+	p.ch.Flush(now, e.sink)
 	e.sinkPeer = nil
 }
 

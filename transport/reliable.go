@@ -20,8 +20,8 @@ type sendSlot struct {
 	id    wire.Seq
 	state msgState
 	buf   []byte // the payload; capacity is kept across reuse
-	// lastSent is the tick of the latest transmission (of any piece), so a
-	// message rides at most once per tick; lastSentAt is its time, which
+	// lastSent is the Flush of the latest transmission (of any piece), so a
+	// message rides at most once per Flush; lastSentAt is its time, which
 	// spaces redundant copies by Config.RedundancyInterval.
 	lastSent   uint64
 	lastSentAt time.Duration
@@ -40,7 +40,7 @@ type sendSlot struct {
 type fragState struct {
 	count    int
 	fragID   wire.Seq
-	attempt  uint64
+	attempt  time.Duration
 	acked    [4]uint64
 	due      [4]uint64
 	sentMask [4]uint64

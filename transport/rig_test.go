@@ -98,7 +98,7 @@ func (e *end) receive(now time.Duration, tick uint64) {
 				e.wrong++
 				continue
 			}
-			e.ch.Receive(now, tick, b[k:])
+			e.ch.Receive(now, b[k:])
 		}
 		if n < len(e.in) {
 			return
@@ -107,7 +107,7 @@ func (e *end) receive(now time.Duration, tick uint64) {
 }
 
 func (e *end) flush(now time.Duration, tick uint64) {
-	e.ch.Flush(now, tick, e)
+	e.ch.Flush(now, e)
 	if len(e.out) > 0 {
 		if _, err := e.conn.WriteBatch(e.out); err != nil {
 			e.t.Fatal(err)

@@ -53,7 +53,7 @@ func (e *end) receive(now time.Duration, tick uint64) error {
 				e.foreign++
 				continue
 			}
-			_ = e.ch.Receive(now, tick, b[k:]) // malformed datagrams are counted in the channel's stats
+			_ = e.ch.Receive(now, b[k:]) // malformed datagrams are counted in the channel's stats
 		}
 		if n < len(e.in) {
 			return nil
@@ -63,7 +63,7 @@ func (e *end) receive(now time.Duration, tick uint64) error {
 
 // flush packs what the channel has queued and writes it to the link.
 func (e *end) flush(now time.Duration, tick uint64) error {
-	e.ch.Flush(now, tick, e)
+	e.ch.Flush(now, e)
 	if len(e.out) > 0 {
 		if _, err := e.conn.WriteBatch(e.out); err != nil {
 			return err

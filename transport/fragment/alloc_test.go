@@ -2,6 +2,7 @@ package fragment
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -19,7 +20,7 @@ func TestNoAllocs(t *testing.T) {
 	}
 	a := newAssembler(t, AssemblerConfig{MTU: mtu})
 	id := wire.Seq(0)
-	var tick uint64
+	var tick time.Duration
 	delivered := 0
 	addMessage := func() {
 		id++

@@ -1,6 +1,10 @@
 package fragment
 
-import "github.com/tickwire/tickwire/wire"
+import (
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
 
 // Stats counts what an Assembler did with the pieces it was given. Every
 // piece passed to Add lands in exactly one of Pieces, DuplicatePieces,
@@ -28,7 +32,7 @@ type Stats struct {
 	// StalePieces is the pieces ignored because their message id is
 	// CompletedWindow or more older than the newest completed id.
 	StalePieces uint64
-	// Expired is the partial assemblies discarded because ExpireTicks
+	// Expired is the partial assemblies discarded because Expiry
 	// passed since their first piece.
 	Expired uint64
 	// Evicted is the partial assemblies discarded to make room for a new
@@ -49,14 +53,14 @@ type Stats struct {
 
 // partial is one message being reassembled.
 type partial struct {
-	buf   []byte    // len = the most bytes the message can have; piece i at i×PieceSize
-	have  [4]uint64 // bit i: piece i received
-	first uint64    // tick of the first piece
-	order uint64    // creation serial: smallest is the oldest, evicted first
-	bytes int       // piece bytes received so far
-	size  int       // message length, known once the last piece arrived
-	got   int       // pieces received so far
-	id    wire.Seq  // message id
+	buf   []byte        // len = the most bytes the message can have; piece i at i×PieceSize
+	have  [4]uint64     // bit i: piece i received
+	first time.Duration // arrival of the first piece, on the caller's clock
+	order uint64        // creation serial: smallest is the oldest, evicted first
+	bytes int           // piece bytes received so far
+	size  int           // message length, known once the last piece arrived
+	got   int           // pieces received so far
+	id    wire.Seq      // message id
 	mode  wire.FrameType
 	count uint8
 	used  bool
@@ -116,8 +120,8 @@ func (a *Assembler) BufferedBytes() int { return a.pending }
 // table. It never exceeds (MaxPartial + 1) × MaxMessageSize.
 func (a *Assembler) RetainedBytes() int { return a.retained }
 
-// Add takes one piece received at tick (the caller's tick counter, which
-// should not go backwards) and returns the whole message when f was the
+// Add takes one piece received at now (the caller's clock, which should
+// not go backwards) and returns the whole message when f was the
 // last missing piece of its message id. The message is the concatenation
 // of the pieces in index order, checked to be exactly one frame encoding
 // of type f.Mode (wire.SkipFrame); it lives in the Assembler's buffer and
@@ -134,13 +138,13 @@ func (a *Assembler) RetainedBytes() int { return a.retained }
 // A piece of a message id with no partial assembly starts one (a message
 // of one piece completes at once and never takes a slot); beyond
 // MaxPartial partial assemblies, that evicts the oldest. A partial
-// assembly that has expired (see AssemblerConfig.ExpireTicks) is discarded
+// assembly that has expired (see AssemblerConfig.Expiry) is discarded
 // before the piece is considered, even if Expire was not called. No field
 // value of f makes Add panic.
 //
 // Cost: a scan of the MaxPartial slots and a copy of the piece; no
 // allocation once every buffer has grown to the largest message seen.
-func (a *Assembler) Add(f wire.FragmentFrame, tick uint64) ([]byte, error) {
+func (a *Assembler) Add(f wire.FragmentFrame, now time.Duration) ([]byte, error) {
 	a.recycle()
 	ps := a.cfg.PieceSize
 	count, idx, n := int(f.Count), int(f.Index), len(f.Payload)
@@ -166,7 +170,7 @@ func (a *Assembler) Add(f wire.FragmentFrame, tick uint64) ([]byte, error) {
 	}
 
 	if p := a.find(f.MessageID); p != nil {
-		if !a.expired(p, tick) {
+		if !a.expired(p, now) {
 			return a.addTo(p, f)
 		}
 		a.stats.Expired++
@@ -186,22 +190,22 @@ func (a *Assembler) Add(f wire.FragmentFrame, tick uint64) ([]byte, error) {
 		a.stats.Pieces++
 		return a.finish(buf, n, f.MessageID, f.Mode)
 	}
-	return a.addTo(a.start(f, tick), f)
+	return a.addTo(a.start(f, now), f)
 }
 
 // Expire discards the partial assemblies whose first piece arrived
-// ExpireTicks or more before tick, counts them in Stats.Expired and
-// returns how many it discarded. Call it once per tick (or less often:
+// Expiry or more before now, counts them in Stats.Expired and
+// returns how many it discarded. Call it now and then (every Flush, say, or less often:
 // Add also expires the partial assembly it is about to extend). It
 // invalidates the message last returned by Add. It allocates nothing.
-func (a *Assembler) Expire(tick uint64) int {
+func (a *Assembler) Expire(now time.Duration) int {
 	a.recycle()
 	if a.live == 0 {
-		return 0 // the common case: called every tick, nothing in assembly
+		return 0 // the common case: nothing in assembly
 	}
 	n := 0
 	for i := range a.parts {
-		if p := &a.parts[i]; p.used && a.expired(p, tick) {
+		if p := &a.parts[i]; p.used && a.expired(p, now) {
 			a.discard(p)
 			n++
 		}
@@ -264,7 +268,7 @@ func (a *Assembler) finish(buf []byte, size int, id wire.Seq, mode wire.FrameTyp
 // arrived and its sender will not send them again, so evicting its
 // partial loses the message for good; the sender keeps few of them open
 // at once (well under MaxPartial), so they are the last to go.
-func (a *Assembler) start(f wire.FragmentFrame, tick uint64) *partial {
+func (a *Assembler) start(f wire.FragmentFrame, now time.Duration) *partial {
 	if a.live == len(a.parts) {
 		var oldest, oldestLossy *partial
 		for i := range a.parts {
@@ -297,7 +301,7 @@ func (a *Assembler) start(f wire.FragmentFrame, tick uint64) *partial {
 	need := min(int(f.Count)*a.cfg.PieceSize, a.cfg.MaxMessageSize)
 	*p = partial{
 		buf:   a.acquire(need),
-		first: tick,
+		first: now,
 		order: a.serial,
 		id:    f.MessageID,
 		mode:  f.Mode,
@@ -318,8 +322,8 @@ func (a *Assembler) find(id wire.Seq) *partial {
 	return nil
 }
 
-func (a *Assembler) expired(p *partial, tick uint64) bool {
-	return tick >= p.first && tick-p.first >= a.cfg.ExpireTicks
+func (a *Assembler) expired(p *partial, now time.Duration) bool {
+	return now-p.first >= a.cfg.Expiry
 }
 
 // discard drops p without delivering anything; the caller counts why.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -16,17 +17,17 @@ func TestAssemblerConfig(t *testing.T) {
 		want AssemblerConfig
 	}{
 		{"MTU only", AssemblerConfig{MTU: 1200},
-			AssemblerConfig{MTU: 1200, PieceSize: 1174, MaxPartial: 8, ExpireTicks: 120, MaxMessageSize: 255 * 1174}},
+			AssemblerConfig{MTU: 1200, PieceSize: 1174, MaxPartial: 8, Expiry: DefaultExpiry, MaxMessageSize: 255 * 1174}},
 		{"PieceSize only", AssemblerConfig{PieceSize: 10},
-			AssemblerConfig{PieceSize: 10, MaxPartial: 8, ExpireTicks: 120, MaxMessageSize: 2550}},
+			AssemblerConfig{PieceSize: 10, MaxPartial: 8, Expiry: DefaultExpiry, MaxMessageSize: 2550}},
 		{"both agree", AssemblerConfig{MTU: 576, PieceSize: PieceSize(576)},
-			AssemblerConfig{MTU: 576, PieceSize: PieceSize(576), MaxPartial: 8, ExpireTicks: 120, MaxMessageSize: 255 * PieceSize(576)}},
-		{"explicit", AssemblerConfig{PieceSize: 10, MaxPartial: 1, ExpireTicks: 1, MaxMessageSize: 100},
-			AssemblerConfig{PieceSize: 10, MaxPartial: 1, ExpireTicks: 1, MaxMessageSize: 100}},
+			AssemblerConfig{MTU: 576, PieceSize: PieceSize(576), MaxPartial: 8, Expiry: DefaultExpiry, MaxMessageSize: 255 * PieceSize(576)}},
+		{"explicit", AssemblerConfig{PieceSize: 10, MaxPartial: 1, Expiry: 1, MaxMessageSize: 100},
+			AssemblerConfig{PieceSize: 10, MaxPartial: 1, Expiry: 1, MaxMessageSize: 100}},
 		{"MaxMessageSize clipped", AssemblerConfig{PieceSize: 10, MaxPartial: MaxMaxPartial, MaxMessageSize: 1 << 24},
-			AssemblerConfig{PieceSize: 10, MaxPartial: MaxMaxPartial, ExpireTicks: 120, MaxMessageSize: 2550}},
+			AssemblerConfig{PieceSize: 10, MaxPartial: MaxMaxPartial, Expiry: DefaultExpiry, MaxMessageSize: 2550}},
 		{"largest", AssemblerConfig{MTU: MaxMTU},
-			AssemblerConfig{MTU: MaxMTU, PieceSize: PieceSize(MaxMTU), MaxPartial: 8, ExpireTicks: 120, MaxMessageSize: 255 * PieceSize(MaxMTU)}},
+			AssemblerConfig{MTU: MaxMTU, PieceSize: PieceSize(MaxMTU), MaxPartial: 8, Expiry: DefaultExpiry, MaxMessageSize: 255 * PieceSize(MaxMTU)}},
 	}
 	for _, c := range good {
 		if err := c.cfg.Validate(); err != nil {
@@ -85,12 +86,12 @@ func TestSC4MissingPieceNeverDelivered(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	msg, mode := frameOfLen(t, (n-1)*ps+13, 9)
 	for missing := range n {
-		a := newAssembler(t, AssemblerConfig{PieceSize: ps, ExpireTicks: 30})
+		a := newAssembler(t, AssemblerConfig{PieceSize: ps, Expiry: 30})
 		pieces := split(t, msg, ps, mode, wire.Seq(100+missing))
 		rest := append(append([]wire.FragmentFrame(nil), pieces[:missing]...), pieces[missing+1:]...)
 		const first = 1000
 		for k, f := range shuffled(r, rest) {
-			if m, err := a.Add(f, first+uint64(k%5)); m != nil || err != nil {
+			if m, err := a.Add(f, first+time.Duration(k%5)); m != nil || err != nil {
 				t.Fatalf("missing %d: Add = %d bytes, %v; want nothing", missing, len(m), err)
 			}
 		}
@@ -99,10 +100,10 @@ func TestSC4MissingPieceNeverDelivered(t *testing.T) {
 			t.Fatalf("missing %d: %d partials, %d bytes buffered; want 1, %d", missing, a.Partials(), a.BufferedBytes(), wantBuffered)
 		}
 		if got := a.Expire(first + 29); got != 0 {
-			t.Fatalf("missing %d: expired after 29 ticks of 30", missing)
+			t.Fatalf("missing %d: expired after 29 ns of 30", missing)
 		}
 		if got := a.Expire(first + 30); got != 1 {
-			t.Fatalf("missing %d: Expire after 30 ticks = %d, want 1", missing, got)
+			t.Fatalf("missing %d: Expire after 30 ns = %d, want 1", missing, got)
 		}
 		s := a.Stats()
 		if s.Expired != 1 || s.Completed != 0 || a.Partials() != 0 || a.BufferedBytes() != 0 {
@@ -135,7 +136,7 @@ func TestSC4RandomOrderExactlyOnce(t *testing.T) {
 		seen := make(map[uint8]bool)
 		delivered := 0
 		for _, f := range shuffled(r, pieces) {
-			m, err := a.Add(f, uint64(trial))
+			m, err := a.Add(f, time.Duration(trial))
 			if err != nil {
 				t.Fatalf("trial %d: %v", trial, err)
 			}
@@ -203,7 +204,7 @@ func TestSC5PartialsBounded(t *testing.T) {
 	// First piece of messages 0..5: 0, 1, 2 fill the table; 3, 4, 5 evict
 	// 0, 1, 2 in turn.
 	for id := range 6 {
-		feed(t, a, pieces[id][:1], uint64(id))
+		feed(t, a, pieces[id][:1], time.Duration(id))
 		if a.Partials() > maxPartial {
 			t.Fatalf("%d partial assemblies, MaxPartial %d", a.Partials(), maxPartial)
 		}
@@ -231,27 +232,27 @@ func TestSC5PartialsBounded(t *testing.T) {
 	}
 }
 
-// TestSC5ExpiryInTicks: S-C5 — expiry counts ticks from the first piece,
-// by Expire or by the next Add for the expired id; a tick before the first
-// piece's never expires it.
-func TestSC5ExpiryInTicks(t *testing.T) {
+// TestSC5ExpiryIsADuration: S-C5 — expiry is a duration on the caller's
+// clock from the first piece, by Expire or by the next Add for the expired
+// id; a time before the first piece's never expires it.
+func TestSC5ExpiryIsADuration(t *testing.T) {
 	const ps = 20
 	msg, mode := frameOfLen(t, 3*ps, 1)
 	pieces := split(t, msg, ps, mode, 9)
 
-	a := newAssembler(t, AssemblerConfig{PieceSize: ps, ExpireTicks: 10})
+	a := newAssembler(t, AssemblerConfig{PieceSize: ps, Expiry: 10})
 	feed(t, a, pieces[:1], 100)
 	feed(t, a, pieces[1:2], 105) // later pieces do not extend the deadline
 	if a.Expire(50) != 0 || a.Expire(109) != 0 || a.Partials() != 1 {
 		t.Fatal("expired early")
 	}
 	if a.Expire(110) != 1 || a.Stats().Expired != 1 {
-		t.Fatal("not expired after ExpireTicks")
+		t.Fatal("not expired after Expiry")
 	}
 
 	// Without Expire: the next piece for the id finds the partial assembly
 	// expired, discards it (counted) and starts a new one.
-	a = newAssembler(t, AssemblerConfig{PieceSize: ps, ExpireTicks: 10})
+	a = newAssembler(t, AssemblerConfig{PieceSize: ps, Expiry: 10})
 	feed(t, a, pieces[:2], 0)
 	if got := feed(t, a, pieces[2:], 10); len(got) != 0 {
 		t.Fatal("message completed from an expired partial assembly")
@@ -261,7 +262,7 @@ func TestSC5ExpiryInTicks(t *testing.T) {
 	}
 	// Completing within the window works.
 	if got := feed(t, a, pieces[:2], 19); len(got) != 1 || !bytes.Equal(got[0], msg) {
-		t.Fatal("not delivered within ExpireTicks of its first piece")
+		t.Fatal("not delivered within Expiry of its first piece")
 	}
 }
 
@@ -281,16 +282,16 @@ func TestSC5DiscardReasons(t *testing.T) {
 
 	cases := []struct {
 		name  string
-		setup []wire.FragmentFrame // added first at tick 0, must succeed
-		f     wire.FragmentFrame   // then this, at tick
-		tick  uint64
+		setup []wire.FragmentFrame // added first at time 0, must succeed
+		f     wire.FragmentFrame   // then this, at tick (a time)
+		tick  time.Duration
 		err   error
 		want  Stats // counter deltas caused by f
 	}{
 		{"duplicate piece", pieces[:1], pieces[0], 0, nil, Stats{DuplicatePieces: 1}},
 		{"late piece of a completed message", pieces, pieces[1], 0, nil, Stats{LatePieces: 1}},
 		{"stale piece", split(t, msg, ps, mode, 50+CompletedWindow), pieces[1], 0, nil, Stats{StalePieces: 1}},
-		{"expired", pieces[:1], pieces[1], 120, nil, Stats{Expired: 1, Pieces: 1}},
+		{"expired", pieces[:1], pieces[1], DefaultExpiry, nil, Stats{Expired: 1, Pieces: 1}},
 		{"evicted", nil, pieces[0], 0, nil, Stats{Evicted: 1, Pieces: 1}}, // setup below
 		{"mismatched count", pieces[:1], with(pieces[1], func(f *wire.FragmentFrame) { f.Count = 4 }), 0, ErrMismatch, Stats{Mismatched: 1}},
 		{"mismatched mode", pieces[:1], with(pieces[1], func(f *wire.FragmentFrame) { f.Mode = wire.FrameActionStream }), 0, ErrMismatch, Stats{Mismatched: 1}},
@@ -425,7 +426,7 @@ func TestMemoryBound(t *testing.T) {
 	for i := range 10_000 {
 		count := 2 + r.IntN(254)
 		f := wire.FragmentFrame{Mode: wire.FrameUnreliable, MessageID: wire.Seq(r.Uint32()), Index: uint8(r.IntN(count - 1)), Count: uint8(count), Payload: payload}
-		if _, err := a.Add(f, uint64(i)); err != nil {
+		if _, err := a.Add(f, time.Duration(i)); err != nil {
 			t.Fatal(err)
 		}
 		if a.RetainedBytes() > bound || a.Partials() > 4 {

@@ -2,6 +2,7 @@ package fragment
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -34,7 +35,7 @@ func BenchmarkSplitAdd(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got, err = a.Add(f, uint64(i)); err != nil {
+			if got, err = a.Add(f, time.Duration(i)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -78,7 +79,7 @@ func BenchmarkAddPiece(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			a := newAssembler(b, AssemblerConfig{MTU: benchMTU})
 			var base wire.Seq
-			var tick uint64
+			var tick time.Duration
 			k, m := 0, 0 // next piece index, next message of the group
 			delivered := 0
 			b.ReportAllocs()

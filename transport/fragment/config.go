@@ -1,6 +1,9 @@
 package fragment
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Defaults and limits of AssemblerConfig.
 const (
@@ -9,9 +12,8 @@ const (
 	// MaxMaxPartial bounds AssemblerConfig.MaxPartial. Partial assemblies
 	// are found by a linear scan, which stays cheap at this size.
 	MaxMaxPartial = 256
-	// DefaultExpireTicks is AssemblerConfig.ExpireTicks when it is zero:
-	// two seconds at the default 60 Hz tick rate.
-	DefaultExpireTicks = 120
+	// DefaultExpiry is AssemblerConfig.Expiry when it is zero.
+	DefaultExpiry = 2 * time.Second
 )
 
 // AssemblerConfig configures an Assembler. The zero value of every field
@@ -37,13 +39,15 @@ type AssemblerConfig struct {
 	// [1, MaxMaxPartial].
 	MaxPartial int
 
-	// ExpireTicks is how many ticks a partial assembly may wait for its
-	// missing pieces, counted from the tick of its first piece: a partial
-	// assembly whose first piece arrived at tick t is discarded by
-	// Expire(now), or by the next Add for its id, once now − t ≥
-	// ExpireTicks. Ticks, not wall time, so expiry is deterministic under
-	// simulation. Default DefaultExpireTicks (120); any value ≥ 1.
-	ExpireTicks uint64
+	// Expiry is how long a partial assembly may wait for its missing
+	// pieces, on the caller's clock (the now passed to Add and Expire),
+	// counted from its first piece: a partial assembly whose first piece
+	// arrived at t is discarded by Expire(now), or by the next Add for its
+	// id, once now − t ≥ Expiry. It is a duration, never a count of calls,
+	// so it means the same whatever the caller's loop cadence; on an
+	// injected clock it is deterministic under simulation. Default
+	// DefaultExpiry (2 s); any positive value.
+	Expiry time.Duration
 
 	// MaxMessageSize is the largest reassembled message accepted, in
 	// bytes; both sides must honour the same limit (the negotiated max
@@ -78,6 +82,8 @@ func (c AssemblerConfig) resolve() (AssemblerConfig, error) {
 		return bad("PieceSize %d disagrees with MTU %d (PieceSize %d)", c.PieceSize, c.MTU, PieceSize(c.MTU))
 	case c.MaxPartial < 0 || c.MaxPartial > MaxMaxPartial:
 		return bad("MaxPartial %d outside [1, %d]", c.MaxPartial, MaxMaxPartial)
+	case c.Expiry < 0:
+		return bad("Expiry %v below 0", c.Expiry)
 	case c.MaxMessageSize < 0:
 		return bad("MaxMessageSize %d below 1", c.MaxMessageSize)
 	}
@@ -87,8 +93,8 @@ func (c AssemblerConfig) resolve() (AssemblerConfig, error) {
 	if c.MaxPartial == 0 {
 		c.MaxPartial = DefaultMaxPartial
 	}
-	if c.ExpireTicks == 0 {
-		c.ExpireTicks = DefaultExpireTicks
+	if c.Expiry == 0 {
+		c.Expiry = DefaultExpiry
 	}
 	if limit := MaxPieces * c.PieceSize; c.MaxMessageSize == 0 || c.MaxMessageSize > limit {
 		c.MaxMessageSize = limit

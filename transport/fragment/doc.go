@@ -30,7 +30,7 @@
 // An Assembler (one per peer) takes pieces with Add and returns a message
 // only when all its pieces have arrived; it never delivers part of one. It
 // is bounded: at most MaxPartial partial assemblies (a new message beyond
-// that evicts the oldest), each discarded ExpireTicks ticks after its first
+// that evicts the oldest), each discarded Expiry after its first
 // piece, and a message is at most MaxMessageSize bytes, so its memory is at
 // most (MaxPartial + 1) × MaxMessageSize. It remembers the message ids it
 // completed recently (CompletedWindow), so a late or duplicated piece can

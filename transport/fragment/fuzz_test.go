@@ -2,6 +2,7 @@ package fragment
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -47,10 +48,10 @@ func fuzzMessage(id wire.Seq) []byte {
 // assemblies stay within their bounds.
 func FuzzAssembler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := AssemblerConfig{PieceSize: fuzzPiece, MaxPartial: fuzzPartial, ExpireTicks: fuzzExpire, MaxMessageSize: fuzzMax}
+		cfg := AssemblerConfig{PieceSize: fuzzPiece, MaxPartial: fuzzPartial, Expiry: fuzzExpire, MaxMessageSize: fuzzMax}
 		p := newPair(t, cfg)
 		delivered := make(map[wire.Seq]bool)
-		var tick uint64
+		var tick time.Duration
 		next := func() byte { // the next input byte, 0 past the end
 			if len(data) == 0 {
 				return 0
@@ -64,7 +65,7 @@ func FuzzAssembler(f *testing.F) {
 			var fr wire.FragmentFrame
 			switch op % 4 {
 			case 0:
-				tick += uint64(op >> 2)
+				tick += time.Duration(op >> 2)
 				p.expire(tick)
 				continue
 			case 1:

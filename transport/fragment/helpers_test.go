@@ -3,6 +3,7 @@ package fragment
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -97,7 +98,7 @@ func newAssembler(tb testing.TB, cfg AssemblerConfig) *Assembler {
 
 // feed adds pieces in order at tick and returns the messages delivered,
 // copied, failing on any error.
-func feed(tb testing.TB, a *Assembler, pieces []wire.FragmentFrame, tick uint64) [][]byte {
+func feed(tb testing.TB, a *Assembler, pieces []wire.FragmentFrame, tick time.Duration) [][]byte {
 	tb.Helper()
 	var got [][]byte
 	for _, f := range pieces {

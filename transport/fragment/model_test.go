@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -23,10 +24,11 @@ type refAssembler struct {
 }
 
 type refPartial struct {
-	mode         wire.FrameType
-	count        int
-	pieces       map[int][]byte
-	first, order uint64
+	mode   wire.FrameType
+	count  int
+	pieces map[int][]byte
+	first  time.Duration
+	order  uint64
 }
 
 func newRef(tb testing.TB, cfg AssemblerConfig) *refAssembler {
@@ -52,10 +54,10 @@ func (r *refAssembler) buffered() int {
 	return n
 }
 
-func (r *refAssembler) expire(tick uint64) int {
+func (r *refAssembler) expire(tick time.Duration) int {
 	n := 0
 	for id, p := range r.parts {
-		if tick >= p.first && tick-p.first >= r.cfg.ExpireTicks {
+		if tick >= p.first && tick-p.first >= r.cfg.Expiry {
 			delete(r.parts, id)
 			n++
 		}
@@ -64,7 +66,7 @@ func (r *refAssembler) expire(tick uint64) int {
 	return n
 }
 
-func (r *refAssembler) add(f wire.FragmentFrame, tick uint64) ([]byte, error) {
+func (r *refAssembler) add(f wire.FragmentFrame, tick time.Duration) ([]byte, error) {
 	ps, count, idx, n := r.cfg.PieceSize, int(f.Count), int(f.Index), len(f.Payload)
 	validMode := f.Mode == wire.FrameUnreliable || f.Mode == wire.FrameSequenced ||
 		f.Mode == wire.FrameReliable || f.Mode == wire.FrameActionStream
@@ -85,7 +87,7 @@ func (r *refAssembler) add(f wire.FragmentFrame, tick uint64) ([]byte, error) {
 		return nil, ErrTooLarge
 	}
 	if p, ok := r.parts[f.MessageID]; ok {
-		if tick >= p.first && tick-p.first >= r.cfg.ExpireTicks {
+		if tick >= p.first && tick-p.first >= r.cfg.Expiry {
 			delete(r.parts, f.MessageID)
 			r.stats.Expired++
 		} else {
@@ -179,7 +181,7 @@ func newPair(tb testing.TB, cfg AssemblerConfig) *pair {
 	return &pair{tb: tb, a: newAssembler(tb, cfg), ref: newRef(tb, cfg)}
 }
 
-func (p *pair) add(f wire.FragmentFrame, tick uint64) []byte {
+func (p *pair) add(f wire.FragmentFrame, tick time.Duration) []byte {
 	p.tb.Helper()
 	p.ops++
 	p.adds++
@@ -193,7 +195,7 @@ func (p *pair) add(f wire.FragmentFrame, tick uint64) []byte {
 	return got
 }
 
-func (p *pair) expire(tick uint64) {
+func (p *pair) expire(tick time.Duration) {
 	p.tb.Helper()
 	p.ops++
 	if got, want := p.a.Expire(tick), p.ref.expire(tick); got != want {
@@ -268,9 +270,9 @@ func TestPropertyMatchesReference(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 		ps := 4 + r.IntN(29)
 		cfg := AssemblerConfig{
-			PieceSize:   ps,
-			MaxPartial:  1 + r.IntN(8),
-			ExpireTicks: uint64(1 + r.IntN(40)),
+			PieceSize:  ps,
+			MaxPartial: 1 + r.IntN(8),
+			Expiry:     time.Duration(1 + r.IntN(40)),
 		}
 		if r.IntN(2) == 0 {
 			cfg.MaxMessageSize = 2 + r.IntN(30*ps)
@@ -284,7 +286,7 @@ func TestPropertyMatchesReference(t *testing.T) {
 		}
 		var pool []wire.FragmentFrame // pieces in flight
 		var sent [][]wire.FragmentFrame
-		tick := uint64(r.IntN(1000))
+		tick := time.Duration(r.IntN(1000))
 		for range 3000 {
 			switch k := r.IntN(100); {
 			case k < 25 && len(pool) < 200: // send a new message
@@ -325,10 +327,10 @@ func TestPropertyMatchesReference(t *testing.T) {
 			case k < 92 && len(pool) > 0:
 				p.add(hostile(r, pool[r.IntN(len(pool))]), tick)
 			case k < 96:
-				tick += uint64(r.IntN(5))
+				tick += time.Duration(r.IntN(5))
 				p.expire(tick)
 			default:
-				tick += uint64(r.IntN(3))
+				tick += time.Duration(r.IntN(3))
 			}
 		}
 		for _, f := range pool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -199,7 +200,7 @@ func TestSC3SizesAgree(t *testing.T) {
 				if err != nil || used != len(dgram)-hdr {
 					t.Fatalf("MTU %d piece %d: parse: %v", mtu, i, err)
 				}
-				m, err := a.Add(f, uint64(mtu))
+				m, err := a.Add(f, time.Duration(mtu))
 				if err != nil {
 					t.Fatalf("MTU %d, %d-byte message, piece %d/%d: Add: %v", mtu, size, i, n, err)
 				}
