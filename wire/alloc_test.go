@@ -73,7 +73,7 @@ func TestNoAllocs(t *testing.T) {
 			_, _, _ = ParseReliableFrame(b)
 		}},
 		{"fragment", func() {
-			b := AppendFragmentFrame(buf[:0], FragmentFrame{Mode: FrameReliable, MessageID: 2, Index: 1, Count: 4, Payload: payload})
+			b := AppendFragmentFrame(buf[:0], FragmentFrame{Mode: FrameUnreliable, MessageID: 2, Index: 1, Count: 4, Payload: payload})
 			_, _, _ = ParseFragmentFrame(b)
 			_ = FramePayloadRoom(FrameFragment, 1182)
 		}},

@@ -185,7 +185,7 @@ func BenchmarkFragmentFrame(b *testing.B) {
 	full := FramePayloadRoom(FrameFragment, 1200-SessionHeaderLen-ChannelHeaderMaxLen)
 	for _, size := range []int{0, full} {
 		payload := make([]byte, size)
-		f := FragmentFrame{Mode: FrameReliable, MessageID: 77, Index: 3, Count: 9, Payload: payload}
+		f := FragmentFrame{Mode: FrameUnreliable, MessageID: 77, Index: 3, Count: 9, Payload: payload}
 		n := FragmentFrameLen(f)
 		buf := make([]byte, 0, n)
 		name := "header"

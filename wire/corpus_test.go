@@ -36,20 +36,21 @@ func erase[T any](c codec[T]) func([]byte) (int, error) {
 // testdata/fuzz.
 func fuzzTargets() map[string]fuzzTarget {
 	return map[string]fuzzTarget{
-		"FuzzFixedInts":              {seedsFixed, erase(uint64Codec), false},
-		"FuzzUvarint":                {seedsUvarint, erase(uvarintCodec), false},
-		"FuzzVarint":                 {seedsVarint, erase(varintCodec), false},
-		"FuzzReader":                 {seedsReader, nil, false},
-		"FuzzParsePacketKind":        {seedsPacketKind, erase(packetKindCodec), false},
-		"FuzzParseSessionHeader":     {seedsSessionHeader, erase(sessionCodec), false},
-		"FuzzParseChannelHeader":     {seedsChannelHeader, erase(channelCodec), false},
-		"FuzzParseUnreliableFrame":   {seedsUnreliableFrame, erase(unreliableCodec), false},
-		"FuzzParseSequencedFrame":    {seedsSequencedFrame, erase(sequencedCodec), false},
-		"FuzzParseReliableFrame":     {seedsReliableFrame, erase(reliableCodec), false},
-		"FuzzParseFragmentFrame":     {seedsFragmentFrame, erase(fragmentCodec), false},
-		"FuzzParseKeepAliveFrame":    {seedsKeepAliveFrame, erase(keepAliveCodec), false},
-		"FuzzParseDisconnectFrame":   {seedsDisconnectFrame, erase(disconnectCodec), false},
-		"FuzzParseActionStreamFrame": {seedsActionStreamFrame, erase(actionStreamCodec), false},
+		"FuzzFixedInts":               {seedsFixed, erase(uint64Codec), false},
+		"FuzzUvarint":                 {seedsUvarint, erase(uvarintCodec), false},
+		"FuzzVarint":                  {seedsVarint, erase(varintCodec), false},
+		"FuzzReader":                  {seedsReader, nil, false},
+		"FuzzParsePacketKind":         {seedsPacketKind, erase(packetKindCodec), false},
+		"FuzzParseSessionHeader":      {seedsSessionHeader, erase(sessionCodec), false},
+		"FuzzParseChannelHeader":      {seedsChannelHeader, erase(channelCodec), false},
+		"FuzzParseUnreliableFrame":    {seedsUnreliableFrame, erase(unreliableCodec), false},
+		"FuzzParseSequencedFrame":     {seedsSequencedFrame, erase(sequencedCodec), false},
+		"FuzzParseReliableFrame":      {seedsReliableFrame, erase(reliableCodec), false},
+		"FuzzParseFragmentFrame":      {seedsFragmentFrame, erase(fragmentCodec), false},
+		"FuzzParseReliablePieceFrame": {seedsReliablePieceFrame, erase(reliablePieceCodec), false},
+		"FuzzParseKeepAliveFrame":     {seedsKeepAliveFrame, erase(keepAliveCodec), false},
+		"FuzzParseDisconnectFrame":    {seedsDisconnectFrame, erase(disconnectCodec), false},
+		"FuzzParseActionStreamFrame":  {seedsActionStreamFrame, erase(actionStreamCodec), false},
 		"FuzzSkipFrame": {seedsSkipFrame, func(b []byte) (int, error) {
 			_, n, err := SkipFrame(b)
 			return n, err

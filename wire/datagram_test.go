@@ -83,6 +83,10 @@ func reencodeFrame(t *testing.T, b []byte) []byte {
 		var f FragmentFrame
 		f, _, perr = ParseFragmentFrame(b)
 		out = AppendFragmentFrame(nil, f)
+	case FrameReliablePiece:
+		var f ReliablePieceFrame
+		f, _, perr = ParseReliablePieceFrame(b)
+		out = AppendReliablePieceFrame(nil, f)
 	case FrameActionStream:
 		var f ActionStreamFrame
 		f, _, perr = ParseActionStreamFrame(b)
@@ -115,7 +119,8 @@ func datagramSamples() []datagramModel {
 				AppendKeepAliveFrame(nil, KeepAliveFrame{}),
 				AppendUnreliableFrame(nil, UnreliableFrame{Payload: []byte("u")}),
 				AppendSequencedFrame(nil, SequencedFrame{Stream: 1, Seq: 5, Payload: []byte("s")}),
-				AppendFragmentFrame(nil, FragmentFrame{Mode: FrameReliable, MessageID: 3, Index: 0, Count: 2, Payload: []byte("frag")}),
+				AppendFragmentFrame(nil, FragmentFrame{Mode: FrameSequenced, MessageID: 3, Index: 0, Count: 2, Payload: []byte("frag")}),
+				AppendReliablePieceFrame(nil, ReliablePieceFrame{Stream: 2, MessageID: 9, Index: 1, Count: 2, Payload: []byte("piece")}),
 				AppendActionStreamFrame(nil, ActionStreamFrame{Payload: writeSlice(nil, actionSliceSamples()[1])}),
 				AppendDisconnectFrame(nil, DisconnectFrame{Reason: DisconnectClosed}),
 			},

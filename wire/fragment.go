@@ -56,7 +56,7 @@ func ParseFragmentFrame(b []byte) (FragmentFrame, int, error) {
 		return FragmentFrame{}, 0, ErrMalformed
 	}
 	if len(b) > 1 {
-		if m := FrameType(b[1]); !m.HasPayload() || m == FrameFragment {
+		if m := FrameType(b[1]); !m.Fragmentable() {
 			return FragmentFrame{}, 0, ErrMalformed
 		}
 	}

@@ -9,7 +9,7 @@ var fragmentCodec = codec[FragmentFrame]{
 	app: AppendFragmentFrame, parse: ParseFragmentFrame, size: FragmentFrameLen,
 }
 
-var fragmentModes = []FrameType{FrameUnreliable, FrameSequenced, FrameReliable, FrameActionStream}
+var fragmentModes = []FrameType{FrameUnreliable, FrameSequenced, FrameActionStream}
 
 func randFragmentFrame(r *rand.Rand) FragmentFrame {
 	count := uint8(1 + r.IntN(255))
@@ -27,7 +27,7 @@ func randFragmentFrame(r *rand.Rand) FragmentFrame {
 
 func fragmentSamples() []FragmentFrame {
 	s := []FragmentFrame{
-		{Mode: FrameReliable, MessageID: 0x0042, Index: 0, Count: 3, Payload: []byte("abc")},
+		{Mode: FrameSequenced, MessageID: 0x0042, Index: 0, Count: 3, Payload: []byte("abc")},
 		{Mode: FrameActionStream, MessageID: 65535, Index: 254, Count: 255, Payload: make([]byte, 1150)},
 		{Mode: FrameUnreliable, Index: 0, Count: 1, Payload: []byte{}},
 	}
@@ -46,14 +46,14 @@ func TestFragmentFrame(t *testing.T) {
 	for i := 0; i < 5000; i++ {
 		fragmentCodec.roundTrip(t, randFragmentFrame(r))
 	}
-	f := FragmentFrame{Mode: FrameReliable, MessageID: 0x0042, Index: 1, Count: 3, Payload: []byte{1, 2}}
-	if got := hexs(AppendFragmentFrame(nil, f)); got != "04 03 42 00 01 03 02 01 02" {
+	f := FragmentFrame{Mode: FrameUnreliable, MessageID: 0x0042, Index: 1, Count: 3, Payload: []byte{1, 2}}
+	if got := hexs(AppendFragmentFrame(nil, f)); got != "04 01 42 00 01 03 02 01 02" {
 		t.Fatalf("encoding %s", got)
 	}
 }
 
 func TestFragmentFrameErrors(t *testing.T) {
-	ok := AppendFragmentFrame(nil, FragmentFrame{Mode: FrameReliable, Index: 1, Count: 3, Payload: []byte{1}})
+	ok := AppendFragmentFrame(nil, FragmentFrame{Mode: FrameUnreliable, Index: 1, Count: 3, Payload: []byte{1}})
 	mut := func(i int, v byte) []byte {
 		b := append([]byte(nil), ok...)
 		b[i] = v
@@ -62,7 +62,7 @@ func TestFragmentFrameErrors(t *testing.T) {
 	mustErr(t, "ParseFragmentFrame", ParseFragmentFrame, mut(5, 0), ErrMalformed) // count 0
 	mustErr(t, "ParseFragmentFrame", ParseFragmentFrame, mut(4, 3), ErrMalformed) // index = count
 	mustErr(t, "ParseFragmentFrame", ParseFragmentFrame, mut(4, 9), ErrMalformed) // index > count
-	for _, m := range []byte{0, byte(FrameFragment), byte(FrameKeepAlive), byte(FrameDisconnect), 8, 0xFF} {
+	for _, m := range []byte{0, byte(FrameReliable), byte(FrameFragment), byte(FrameKeepAlive), byte(FrameDisconnect), byte(FrameReliablePiece), 9, 0xFF} {
 		mustErr(t, "ParseFragmentFrame", ParseFragmentFrame, mut(1, m), ErrMalformed)
 		mustErr(t, "ParseFragmentFrame", ParseFragmentFrame, []byte{0x04, m}, ErrMalformed)
 	}
@@ -90,7 +90,7 @@ func FuzzParseFragmentFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fragmentCodec.fuzzCheck(t, b)
 		if fr, _, err := ParseFragmentFrame(b); err == nil {
-			if fr.Count == 0 || fr.Index >= fr.Count || !fr.Mode.HasPayload() || fr.Mode == FrameFragment {
+			if fr.Count == 0 || fr.Index >= fr.Count || !fr.Mode.Fragmentable() {
 				t.Fatalf("accepted invalid fragment %+v", fr)
 			}
 		}

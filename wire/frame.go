@@ -10,7 +10,7 @@ import "strconv"
 // frame are reported as ErrMalformed rather than read as frames.
 type FrameType uint8
 
-// The frame types. Values 0 and 8–255 are invalid.
+// The frame types. Values 0 and 9–255 are invalid.
 const (
 	FrameUnreliable   FrameType = 0x01 // UnreliableFrame
 	FrameSequenced    FrameType = 0x02 // SequencedFrame (unreliable, newest wins)
@@ -19,6 +19,9 @@ const (
 	FrameActionStream FrameType = 0x05 // ActionStreamFrame (an action slice)
 	FrameKeepAlive    FrameType = 0x06 // KeepAliveFrame (no body)
 	FrameDisconnect   FrameType = 0x07 // DisconnectFrame (reason byte)
+	// FrameReliablePiece is a ReliablePieceFrame (one piece of a large
+	// reliable message).
+	FrameReliablePiece FrameType = 0x08
 )
 
 // MaxMessageLen is the largest payload length any frame may declare:
@@ -30,31 +33,42 @@ const MaxMessageLen = 1 << 24
 
 // Fixed bytes before the length varint, per frame type.
 const (
-	unreliableFixed   = 1                  // type
-	sequencedFixed    = 4                  // type, stream, seq u16
-	reliableFixed     = 4                  // type, stream, message id u16
-	fragmentFixed     = 6                  // type, mode, message id u16, index, count
-	actionStreamFixed = 1                  // type
-	keepAliveLen      = KeepAliveFrameLen  // type
-	disconnectLen     = DisconnectFrameLen // type, reason
+	unreliableFixed    = 1                  // type
+	sequencedFixed     = 4                  // type, stream, seq u16
+	reliableFixed      = 4                  // type, stream, message id u16
+	fragmentFixed      = 6                  // type, mode, message id u16, index, count
+	actionStreamFixed  = 1                  // type
+	keepAliveLen       = KeepAliveFrameLen  // type
+	disconnectLen      = DisconnectFrameLen // type, reason
+	reliablePieceFixed = 6                  // type, stream, message id u16, index, count
 )
 
 // Valid reports whether t is one of the defined frame types.
-func (t FrameType) Valid() bool { return t >= FrameUnreliable && t <= FrameDisconnect }
+func (t FrameType) Valid() bool { return t >= FrameUnreliable && t <= FrameReliablePiece }
 
 // HasPayload reports whether frames of type t carry a length-prefixed
-// payload (all but KeepAlive and Disconnect). These are also the types a
-// fragmented message can be (FragmentFrame.Mode), except Fragment itself.
-func (t FrameType) HasPayload() bool { return t >= FrameUnreliable && t <= FrameActionStream }
+// payload (all but KeepAlive and Disconnect).
+func (t FrameType) HasPayload() bool {
+	return t >= FrameUnreliable && t <= FrameActionStream || t == FrameReliablePiece
+}
+
+// Fragmentable reports whether a message of type t may be split into
+// Fragment frames (FragmentFrame.Mode): Unreliable, Sequenced and
+// ActionStream. A large reliable message travels as ReliablePiece frames
+// instead.
+func (t FrameType) Fragmentable() bool {
+	return t == FrameUnreliable || t == FrameSequenced || t == FrameActionStream
+}
 
 var frameTypeNames = [...]string{
-	FrameUnreliable:   "Unreliable",
-	FrameSequenced:    "Sequenced",
-	FrameReliable:     "Reliable",
-	FrameFragment:     "Fragment",
-	FrameActionStream: "ActionStream",
-	FrameKeepAlive:    "KeepAlive",
-	FrameDisconnect:   "Disconnect",
+	FrameUnreliable:    "Unreliable",
+	FrameSequenced:     "Sequenced",
+	FrameReliable:      "Reliable",
+	FrameFragment:      "Fragment",
+	FrameActionStream:  "ActionStream",
+	FrameKeepAlive:     "KeepAlive",
+	FrameDisconnect:    "Disconnect",
+	FrameReliablePiece: "ReliablePiece",
 }
 
 // String returns the type's name, or "FrameType(N)" for an invalid value
@@ -84,6 +98,8 @@ func (t FrameType) fixedLen() int {
 		return keepAliveLen
 	case FrameDisconnect:
 		return disconnectLen
+	case FrameReliablePiece:
+		return reliablePieceFixed
 	}
 	return 0
 }
@@ -132,6 +148,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParseKeepAliveFrame(b)
 	case FrameDisconnect:
 		_, n, err = ParseDisconnectFrame(b)
+	case FrameReliablePiece:
+		_, n, err = ParseReliablePieceFrame(b)
 	}
 	if err != nil {
 		return 0, 0, err

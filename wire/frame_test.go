@@ -6,7 +6,7 @@ func TestFrameType(t *testing.T) {
 	names := map[FrameType]string{
 		FrameUnreliable: "Unreliable", FrameSequenced: "Sequenced", FrameReliable: "Reliable",
 		FrameFragment: "Fragment", FrameActionStream: "ActionStream",
-		FrameKeepAlive: "KeepAlive", FrameDisconnect: "Disconnect",
+		FrameKeepAlive: "KeepAlive", FrameDisconnect: "Disconnect", FrameReliablePiece: "ReliablePiece",
 	}
 	for i := 0; i < 256; i++ {
 		ft := FrameType(i)
@@ -118,6 +118,8 @@ func skipFrameDifferential(t *testing.T, b []byte) {
 			_, wn, werr = ParseKeepAliveFrame(b)
 		case FrameDisconnect:
 			_, wn, werr = ParseDisconnectFrame(b)
+		case FrameReliablePiece:
+			_, wn, werr = ParseReliablePieceFrame(b)
 		}
 	}
 	if n != wn || err != werr || (err == nil && ft != pt) {
@@ -146,6 +148,7 @@ func seedsSkipFrame() [][]byte {
 	s = append(s, seedsSequencedFrame()[:3]...)
 	s = append(s, seedsReliableFrame()[:3]...)
 	s = append(s, seedsFragmentFrame()[:3]...)
+	s = append(s, seedsReliablePieceFrame()[:3]...)
 	s = append(s, seedsActionStreamFrame()[:2]...)
 	s = append(s, seedsKeepAliveFrame()[0], seedsDisconnectFrame()[0])
 	return s
