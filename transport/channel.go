@@ -88,10 +88,9 @@ const manifestCap = 48
 // in a datagram, so that datagram's verdict reaches it.
 type manifestEntry struct {
 	id     wire.Seq
-	fragID wire.Seq
 	stream uint8
-	piece  uint8
-	frag   bool
+	piece  uint8 // for a piece: its index
+	frag   bool  // a piece of a large message, not a whole message
 }
 
 // manifest lists what reliable content one in-flight datagram carried.
@@ -140,7 +139,8 @@ type Channel struct {
 	outBytes  int
 	seqNext   []wire.Seq // per sequenced stream
 	reliable  []*reliableSender
-	fragNext  wire.Seq // next fragment message id
+	cursor    []wire.Seq // per reliable stream: where flushReliable looks next
+	fragNext  wire.Seq   // next fragment message id
 	manifests *ackmap.SeqBuffer[manifest]
 	closing   bool
 	closeWhy  wire.DisconnectReason
@@ -200,6 +200,7 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 		seqRecv:   make([]sequencedReceiver, cfg.SequencedStreams),
 		events:    make([]ackmap.Event, 0, 64),
 	}
+	c.cursor = make([]wire.Seq, cfg.OrderedStreams+1)
 	for s := 0; s <= cfg.OrderedStreams; s++ {
 		c.reliable = append(c.reliable, newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes))
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
@@ -414,116 +415,133 @@ func (c *Channel) flushRecords() {
 	c.outRecs = append(c.outRecs[:0], c.outRecs[sent:]...)
 }
 
-// flushReliable sends every reliable message that is due: new ones, and
-// ones a loss verdict marked for re-sending, until this Flush's datagram
-// budget runs out (the rest stay due for the next).
+// flushReliable sends the reliable messages that are due — new ones, ones
+// a loss verdict marked for re-sending, and the due pieces of large ones —
+// taking the streams in turn, one message or piece from each per round, so
+// a stream of large messages never starves the others (the first stream
+// served rotates from Flush to Flush). It stops when this Flush's datagram
+// budget is spent or the in-flight window has no more room: sending more
+// than the window holds would evict the channel's own datagrams as lost
+// before their acks could return, so what is not sent now stays due for
+// the next Flush.
 func (c *Channel) flushReliable() {
+	n := len(c.reliable)
 	for s, rs := range c.reliable {
-		for id := rs.oldest; id != rs.next; id++ {
-			sl := rs.slot(id)
-			if sl == nil || sl.lastSent == c.flushes && sl.sent {
-				continue
-			}
-			if len(sl.buf) > c.cfg.MTU-datagramOverhead {
-				if !c.sendLarge(uint8(s), sl) {
-					return
-				}
-				continue
-			}
-			if sl.sent && !sl.resend {
-				continue // in flight; the redundancy pass may add a copy
-			}
-			if c.man.n == manifestCap && c.cur != nil {
-				c.finish()
-			}
-			if !c.room(len(sl.buf)) {
+		c.cursor[s] = rs.oldest
+	}
+	first := int(c.flushes % uint64(n))
+	for progress := true; progress; {
+		progress = false
+		for k := range n {
+			s := (first + k) % n
+			switch c.sendNextReliable(uint8(s)) {
+			case sendBlocked:
 				return
+			case sendProgress:
+				progress = true
 			}
-			if sl.sent {
-				c.stats.ReliableResent++
-			}
-			c.cur = append(c.cur, sl.buf...)
-			c.curFrame++
-			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
-			sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
 		}
 	}
 }
 
-// sendLarge sends the due pieces of a fragmented reliable message, starting
-// a fresh attempt (all pieces, a new fragment message id) if the previous
-// one has been out as long as the receiver keeps a partial assembly
-// (FragmentExpiry ticks, assuming both ends tick at the same rate). Pieces
-// are paced by the in-flight window — sending more than it holds would
-// evict the message's own pieces as lost before their acks could arrive —
-// and by the datagram budget. It reports false when it stopped for either.
-func (c *Channel) sendLarge(stream uint8, sl *sendSlot) bool {
-	piece := c.pieceSize
-	if !sl.sent || sl.frag == nil || c.now-sl.frag.attempt >= c.cfg.FragmentTimeout {
-		if sl.sent {
-			c.stats.FragmentRestarts++
-		}
-		if sl.frag == nil {
-			if c.openLarge() >= c.maxOpenLarge() {
-				// The receiver reassembles at most MaxPartial messages at
-				// once and must never evict a reliable one (its pieces
-				// were acked and will not come again): this one starts
-				// when an open one is delivered.
-				return true
+// sendOutcome is what sendNextReliable did.
+type sendOutcome uint8
+
+const (
+	sendIdle     sendOutcome = iota // nothing due on the stream
+	sendProgress                    // one message or piece went out
+	sendBlocked                     // no room left in this Flush: stop
+)
+
+// sendNextReliable sends the next due message of stream s — or the next
+// due piece of a large one — from the stream's cursor on.
+func (c *Channel) sendNextReliable(s uint8) sendOutcome {
+	rs := c.reliable[s]
+	single := c.cfg.MTU - datagramOverhead
+	for id := c.cursor[s]; id != rs.next; id++ {
+		c.cursor[s] = id
+		sl := rs.slot(id)
+		switch {
+		case sl == nil:
+			continue // acked
+		case len(sl.buf) > single:
+			if sl.frag != nil && !anyBit(&sl.frag.due) {
+				continue // every piece in flight or acked
 			}
-			sl.frag = c.reliable[stream].newFrag()
-		} else {
-			*sl.frag = fragState{}
+			return c.sendPiece(s, sl)
+		case sl.sent && (!sl.resend || sl.lastSent == c.flushes):
+			continue // in flight (the redundancy pass may add a copy), or sent in this Flush
 		}
-		f := sl.frag
-		f.count = (len(sl.buf) + piece - 1) / piece
-		f.fragID, f.attempt = c.nextFragID(), c.now
-		for i := 0; i < f.count; i++ {
-			setBit(&f.due, i)
+		if !c.reliableRoom(len(sl.buf)) {
+			return sendBlocked
 		}
-	}
-	sl.sent, sl.state = true, msgInFlight
-	f := sl.frag
-	for i := 0; i < f.count; i++ {
-		if !bitSet(&f.due, i) {
-			continue
-		}
-		pf := pieceOf(sl.buf, wire.FrameReliable, f.fragID, i, f.count, piece)
-		if c.man.n == manifestCap && c.cur != nil {
-			c.finish()
-		}
-		if c.inFlightRoom() <= c.pieceMargin() || !c.room(wire.FragmentFrameLen(pf)) {
-			return false // paced: the rest go out as acks make room
-		}
-		if bitSet(&f.sentMask, i) {
+		if sl.sent {
 			c.stats.ReliableResent++
 		}
-		setBit(&f.sentMask, i)
-		clearBit(&f.due, i)
-		c.cur = wire.AppendFragmentFrame(c.cur, pf)
+		c.cur = append(c.cur, sl.buf...)
 		c.curFrame++
-		c.stats.FragmentsSent++
-		c.note(manifestEntry{id: sl.id, fragID: f.fragID, stream: stream, piece: uint8(i), frag: true})
-		sl.lastSent = c.flushes
+		c.note(manifestEntry{id: sl.id, stream: s})
+		sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
+		c.cursor[s] = id + 1
+		return sendProgress
 	}
-	return true
+	c.cursor[s] = rs.next
+	return sendIdle
 }
 
-// openLarge counts the fragmented reliable messages being sent, all
-// streams together.
-func (c *Channel) openLarge() int {
-	n := 0
-	for _, rs := range c.reliable {
-		n += rs.openLarge
+// sendPiece sends the first due piece of large message sl (all of them are
+// due when it starts) as a ReliablePiece frame.
+func (c *Channel) sendPiece(s uint8, sl *sendSlot) sendOutcome {
+	piece := c.pieceSize
+	f := sl.frag
+	payload := reliablePayload(sl.buf)
+	if f == nil {
+		f = c.reliable[s].newFrag()
+		f.count = (len(payload) + piece - 1) / piece
+		for i := range f.count {
+			setBit(&f.due, i)
+		}
+		sl.frag = f
 	}
-	return n
+	i := firstBit(&f.due, f.count)
+	end := min((i+1)*piece, len(payload))
+	pf := wire.ReliablePieceFrame{Stream: s, MessageID: sl.id, Index: uint8(i), Count: uint8(f.count), Payload: payload[i*piece : end]}
+	if !c.reliableRoom(wire.ReliablePieceFrameLen(pf)) {
+		return sendBlocked
+	}
+	if bitSet(&f.sentMask, i) {
+		c.stats.ReliableResent++
+	}
+	setBit(&f.sentMask, i)
+	clearBit(&f.due, i)
+	c.cur = wire.AppendReliablePieceFrame(c.cur, pf)
+	c.curFrame++
+	c.stats.FragmentsSent++
+	c.note(manifestEntry{id: sl.id, stream: s, piece: uint8(i), frag: true})
+	sl.sent, sl.state, sl.lastSent, sl.lastSentAt = true, msgInFlight, c.flushes, c.now
+	return sendProgress
 }
 
-// maxOpenLarge is how many fragmented reliable messages may be open at
-// once: half the peer's partial assemblies (Config.MaxPartial, which both
-// ends share), the other half left to unreliable and sequenced ones and to
-// a restarted attempt's stale pieces.
-func (c *Channel) maxOpenLarge() int { return max(1, c.cfg.MaxPartial/2) }
+// reliablePayload returns the payload of a reliable frame encoding.
+func reliablePayload(frame []byte) []byte {
+	f, _, _ := wire.ParseReliableFrame(frame) // encoded by SendReliable
+	return f.Payload
+}
+
+// reliableRoom makes room for n bytes of reliable content in the open
+// datagram, or opens a new one if the in-flight window has room for it
+// beyond the margin kept for other traffic and the datagram budget allows.
+// It reports false, with nothing new open, when it cannot.
+func (c *Channel) reliableRoom(n int) bool {
+	if c.cur != nil && len(c.cur)+n <= c.cfg.MTU && c.man.n < manifestCap {
+		return true
+	}
+	if c.inFlightRoom() <= c.inFlightMargin() {
+		return false
+	}
+	c.finish()
+	return c.room(n)
+}
 
 // flushQueued sends queued unreliable and sequenced messages in order. A
 // large one goes out piece by piece, paced like reliable pieces; what does
@@ -550,7 +568,7 @@ func (c *Channel) flushQueued() {
 		}
 		for ; int(q.piece) < count; q.piece++ {
 			f := pieceOf(frame, wire.FrameType(frame[0]), q.fragID, int(q.piece), count, piece)
-			if c.inFlightRoom() <= c.pieceMargin() || !c.room(wire.FragmentFrameLen(f)) {
+			if c.inFlightRoom() <= c.inFlightMargin() || !c.room(wire.FragmentFrameLen(f)) {
 				break
 			}
 			c.cur = wire.AppendFragmentFrame(c.cur, f)
@@ -612,7 +630,13 @@ func (c *Channel) flushRedundant() {
 				continue
 			}
 			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.cfg.MTU || c.man.n == manifestCap) {
-				return // this tick's redundancy budget is spent
+				return // this Flush's redundancy budget is spent
+			}
+			if c.cur == nil && c.inFlightRoom() <= c.inFlightMargin() {
+				// A copy in a datagram of its own takes a place in the
+				// in-flight window: never so many that the window evicts
+				// the datagrams whose acks would release these messages.
+				return
 			}
 			if !c.room(len(sl.buf)) {
 				return
@@ -644,9 +668,10 @@ func (c *Channel) inFlightRoom() int {
 	return room
 }
 
-// pieceMargin is the in-flight room fragment pieces leave for other
-// traffic.
-func (c *Channel) pieceMargin() int { return c.tracker.Config().MaxInFlight / 8 }
+// inFlightMargin is the in-flight room that reliable content and fragment
+// pieces leave for other traffic (unreliable and sequenced messages,
+// records, keep-alives), so that paced bulk never makes them evict.
+func (c *Channel) inFlightMargin() int { return c.tracker.Config().MaxInFlight / 8 }
 
 // MaxRecordSize returns the largest payload SendRecord accepts: a record's
 // datagrams go out together in one Flush and must all be in flight at once
@@ -714,6 +739,12 @@ func (c *Channel) finish() {
 	} else {
 		seq, evs = c.tracker.Send(c.events[:0], c.now, c.curRec)
 	}
+	// A send that evicted the oldest pending seq reports its loss here.
+	// Dispatch it before the new datagram claims its manifest slot: the
+	// ring may put the evicted seq and the new one in the same slot, and
+	// the evicted datagram's messages must learn they need re-sending.
+	c.dispatch(evs)
+	evs = c.events[:0]
 	if c.man.n > 0 {
 		m := c.manifests.Claim(seq) // copy only the entries in use
 		m.n = c.man.n
@@ -814,6 +845,10 @@ func (c *Channel) deliverFrame(f []byte, now time.Duration, allowFragment bool) 
 		var a wire.ActionStreamFrame
 		a, n, _ = wire.ParseActionStreamFrame(f)
 		c.deliver(Message{Delivery: Record, Payload: a.Payload})
+	case wire.FrameReliablePiece:
+		var r wire.ReliablePieceFrame
+		r, n, _ = wire.ParseReliablePieceFrame(f)
+		c.receivePiece(r)
 	case wire.FrameFragment:
 		var fr wire.FragmentFrame
 		fr, n, _ = wire.ParseFragmentFrame(f)
@@ -847,29 +882,56 @@ func (c *Channel) receiveReliable(r wire.ReliableFrame) {
 		return
 	}
 	rr := c.rrecv[r.Stream]
-	switch rr.accept(r.MessageID, r.Payload) {
+	c.reliableVerdict(rr, r.Stream, r.MessageID, r.Payload, rr.accept(r.MessageID, r.Payload))
+}
+
+// reliableVerdict counts what the receiver did with message id (or a piece
+// of it) and, for recvDeliver, delivers msg and then every held message of
+// an ordered stream that follows it.
+func (c *Channel) reliableVerdict(rr *reliableReceiver, stream uint8, id wire.Seq, msg []byte, v recvVerdict) {
+	switch v {
 	case recvDuplicate:
 		c.stats.ReliableDuplicates++
 	case recvOutside:
 		c.stats.ReliableOutside++
 	case recvOverflow:
 		c.stats.ReliableOverflow++
+	case recvMalformed:
+		c.stats.Malformed++
 	case recvBuffered:
 		c.stats.ReliableBuffered++
 	case recvDeliver:
-		c.deliver(Message{Delivery: Reliable, Stream: r.Stream, ID: r.MessageID, Payload: r.Payload})
+		c.deliver(Message{Delivery: Reliable, Stream: stream, ID: id, Payload: msg})
+		rr.release(id)
 		if !rr.ordered {
 			return
 		}
 		for {
-			id := rr.next + 1
+			next := rr.next + 1
 			p, ok := rr.delivered()
 			if !ok {
 				return
 			}
-			c.deliver(Message{Delivery: Reliable, Stream: r.Stream, ID: id, Payload: p})
+			c.deliver(Message{Delivery: Reliable, Stream: stream, ID: next, Payload: p})
+			rr.release(next)
 		}
 	}
+}
+
+// receivePiece takes one piece of a large reliable message into its
+// stream's receive window and delivers the message once it is whole.
+func (c *Channel) receivePiece(p wire.ReliablePieceFrame) {
+	if int(p.Stream) >= len(c.rrecv) {
+		c.stats.BadStream++
+		return
+	}
+	if (int(p.Count)-1)*c.pieceSize+1 > c.cfg.MaxMessageSize {
+		c.stats.Malformed++
+		return
+	}
+	rr := c.rrecv[p.Stream]
+	msg, v := rr.acceptPiece(p.MessageID, p.Index, p.Count, p.Payload, c.pieceSize)
+	c.reliableVerdict(rr, p.Stream, p.MessageID, msg, v)
 }
 
 func (c *Channel) deliver(m Message) {
@@ -893,9 +955,9 @@ func (c *Channel) dispatch(evs []ackmap.Event) {
 				rs := c.reliable[e.stream]
 				switch {
 				case e.frag && acked:
-					rs.ackPiece(e.id, e.fragID, int(e.piece))
+					rs.ackPiece(e.id, int(e.piece))
 				case e.frag:
-					rs.lostPiece(e.id, e.fragID, int(e.piece))
+					rs.lostPiece(e.id, int(e.piece))
 				case acked:
 					rs.ackWhole(e.id)
 				default:

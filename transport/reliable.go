@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/tickwire/tickwire/wire"
@@ -29,18 +30,17 @@ type sendSlot struct {
 	resend     bool // a datagram carrying it was lost and it is still unacked
 	// frag is a large message's per-piece state, nil until its first
 	// piece goes out (and for every message that fits one datagram); it
-	// comes from the stream's pool, so only fragmented messages pay for it.
+	// comes from the stream's pool, so only large messages pay for it.
 	frag *fragState
 }
 
-// fragState tracks the pieces of one fragmented message in flight: count
-// is the piece count, fragID the fragment message id of the current
-// attempt, attempt the tick it started; acked, due and sentMask are
-// per-piece bitmaps (acked, to be (re)sent, sent before in this attempt).
+// fragState tracks the pieces of one large message (sent as ReliablePiece
+// frames): count is the piece count; acked, due and sentMask are per-piece
+// bitmaps (acked, to be (re)sent, sent at least once). The receiver keeps
+// every piece it acked until the message is whole, so a piece is sent
+// again only after a datagram carrying it was declared lost.
 type fragState struct {
 	count    int
-	fragID   wire.Seq
-	attempt  time.Duration
 	acked    [4]uint64
 	due      [4]uint64
 	sentMask [4]uint64
@@ -50,6 +50,17 @@ type fragState struct {
 func bitSet(b *[4]uint64, i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
 func setBit(b *[4]uint64, i int)      { b[i>>6] |= 1 << (i & 63) }
 func clearBit(b *[4]uint64, i int)    { b[i>>6] &^= 1 << (i & 63) }
+func anyBit(b *[4]uint64) bool        { return b[0]|b[1]|b[2]|b[3] != 0 }
+
+// firstBit returns the lowest set bit below n, or n if there is none.
+func firstBit(b *[4]uint64, n int) int {
+	for w, v := range b {
+		if v != 0 {
+			return min(w<<6+bits.TrailingZeros64(v), n)
+		}
+	}
+	return n
+}
 
 // reliableSender is the sending half of one reliable stream: a window of
 // messages identified by a 16-bit id, each held (with a copy of its frame
@@ -60,7 +71,6 @@ type reliableSender struct {
 	slots     []sendSlot // indexed by id & mask; nil until the first push
 	window    int
 	freeFrags []*fragState // released fragment states, reused
-	openLarge int          // held messages with a fragment state: large ones being sent
 	mask      wire.Seq
 	oldest    wire.Seq // oldest unacked id (== next when empty)
 	next      wire.Seq // id the next message gets
@@ -112,7 +122,6 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 
 // newFrag returns a zeroed fragment state, reusing a released one.
 func (s *reliableSender) newFrag() *fragState {
-	s.openLarge++
 	if n := len(s.freeFrags); n > 0 {
 		f := s.freeFrags[n-1]
 		s.freeFrags = s.freeFrags[:n-1]
@@ -143,15 +152,15 @@ func (s *reliableSender) ackWhole(id wire.Seq) {
 	}
 }
 
-// ackPiece marks one piece of a fragmented message acked; the message is
-// delivered when every piece has been acked in the current attempt.
-func (s *reliableSender) ackPiece(id wire.Seq, fragID wire.Seq, piece int) {
+// ackPiece marks one piece of a large message acked; the message is
+// delivered when every piece has been acked.
+func (s *reliableSender) ackPiece(id wire.Seq, piece int) {
 	sl := s.slot(id)
 	if sl == nil || sl.frag == nil {
 		return
 	}
 	f := sl.frag
-	if f.fragID != fragID || piece >= f.count || bitSet(&f.acked, piece) {
+	if piece >= f.count || bitSet(&f.acked, piece) {
 		return
 	}
 	setBit(&f.acked, piece)
@@ -170,13 +179,13 @@ func (s *reliableSender) lostWhole(id wire.Seq) {
 }
 
 // lostPiece notes that a datagram carrying one piece was lost: only that
-// piece is sent again (fast repair), unless the attempt has moved on.
-func (s *reliableSender) lostPiece(id wire.Seq, fragID wire.Seq, piece int) {
+// piece is sent again.
+func (s *reliableSender) lostPiece(id wire.Seq, piece int) {
 	sl := s.slot(id)
 	if sl == nil || sl.frag == nil {
 		return
 	}
-	if f := sl.frag; f.fragID == fragID && piece < f.count && !bitSet(&f.acked, piece) {
+	if f := sl.frag; piece < f.count && !bitSet(&f.acked, piece) {
 		setBit(&f.due, piece)
 	}
 }
@@ -188,7 +197,6 @@ func (s *reliableSender) release(sl *sendSlot) {
 	if sl.frag != nil {
 		s.freeFrags = append(s.freeFrags, sl.frag)
 		sl.frag = nil
-		s.openLarge--
 	}
 	for s.oldest != s.next && s.slots[s.oldest&s.mask].state == msgFree {
 		s.span -= len(s.slots[s.oldest&s.mask].buf)
@@ -196,16 +204,39 @@ func (s *reliableSender) release(sl *sendSlot) {
 	}
 }
 
-// recvSlot buffers one out-of-order message on an ordered stream.
+// recvSlot holds one message of a reliable stream that cannot be
+// delivered yet: on an ordered stream a whole message waiting for the gap
+// before it (present), or on any stream the pieces of a large message
+// being assembled (partial).
 type recvSlot struct {
 	id      wire.Seq
-	present bool
+	present bool // a whole message, in buf
+	partial bool // pieces of a large message, at their offsets in buf
+	count   uint8
+	got     int       // pieces received
+	size    int       // the message length, known once its last piece arrived
+	have    [4]uint64 // bit i: piece i received
+	bytes   int       // bytes buffered in this slot
 	buf     []byte
 }
 
+// keepRecvBuf is the largest buffer a receive slot keeps for reuse once
+// its message is delivered; a larger one (a large message's) goes to the
+// stream's few spare buffers or is released, so the receiver's memory
+// follows what it holds, not what it once held.
+const keepRecvBuf = 4 << 10
+
+// maxSpareBufs is how many large buffers a reliable stream keeps for the
+// next large messages, so a steady flow of them allocates nothing.
+const maxSpareBufs = 4
+
 // reliableReceiver is the receiving half of one reliable stream. Ordered
 // streams deliver in id order, buffering up to a window of later messages;
-// the unordered stream delivers at once. Both deliver each id exactly once.
+// the unordered stream delivers at once. Both deliver each id exactly once,
+// and both assemble large messages (ReliablePiece frames) in the slot of
+// their id, so a piece is deduplicated, bounded and kept exactly like a
+// whole message: it never expires and is never evicted, and the sender can
+// trust the ack of the datagram that carried it.
 //
 // The sender never has more than window messages unacked, so an id more
 // than window behind the newest seen was necessarily delivered already: the
@@ -214,8 +245,8 @@ type reliableReceiver struct {
 	ordered bool
 	mask    wire.Seq
 	window  int
-	// ordered: next id to deliver, and a ring of buffered later messages,
-	// allocated when the first message arrives out of order.
+	// next id to deliver (ordered), and a ring of messages that cannot be
+	// delivered yet, allocated when the first one arrives.
 	next  wire.Seq
 	slots []recvSlot
 	// unordered: newest id seen and a bitmap of delivered ids in
@@ -223,9 +254,12 @@ type reliableReceiver struct {
 	newest  wire.Seq
 	started bool
 	seen    []uint64
-	// buffered bytes on an ordered stream, and their cap
+	// bytes held in slots (out of order or in assembly), and their cap: the
+	// sender's byte cap on its window (the same ReliableBytes) keeps a
+	// conforming peer below it.
 	buffered    int
 	maxBuffered int
+	spare       [][]byte // large buffers kept for reuse, at most maxSpareBufs
 }
 
 func newReliableReceiver(ordered bool, window, maxBuffered int) *reliableReceiver {
@@ -236,93 +270,259 @@ func newReliableReceiver(ordered bool, window, maxBuffered int) *reliableReceive
 	return r
 }
 
-// recvVerdict is what the receiver does with an arriving message.
+// recvVerdict is what the receiver does with an arriving message or piece.
 type recvVerdict uint8
 
 const (
 	recvDeliver   recvVerdict = iota // deliver now (and then drain buffered ones)
-	recvBuffered                     // held until the gap before it fills
-	recvDuplicate                    // already delivered or already buffered
+	recvBuffered                     // held: until the gap before it fills, or until its other pieces arrive
+	recvDuplicate                    // already delivered or already held
 	recvOutside                      // beyond the window: the peer broke the protocol
-	recvOverflow                     // buffering it would pass the byte cap; the sender re-sends it
+	recvOverflow                     // holding it would pass the byte cap: the peer broke the protocol
+	recvMalformed                    // a piece that contradicts the others of its message
 )
 
-// accept decides an arriving message's fate. For recvBuffered it copies p.
-func (r *reliableReceiver) accept(id wire.Seq, p []byte) recvVerdict {
-	if !r.ordered {
-		return r.acceptUnordered(id)
+// fresh classifies id before it is held: a duplicate of a delivered id,
+// outside the window, or new (recvBuffered, the caller decides further).
+func (r *reliableReceiver) fresh(id wire.Seq) recvVerdict {
+	if r.ordered {
+		switch d := id.Sub(r.next); {
+		case d < 0:
+			return recvDuplicate
+		case d >= r.window:
+			return recvOutside
+		}
+		return recvBuffered
 	}
-	d := id.Sub(r.next)
+	if !r.started {
+		return recvBuffered
+	}
+	d := id.Sub(r.newest)
 	switch {
-	case d < 0:
-		return recvDuplicate
-	case d == 0:
-		return recvDeliver
-	case d >= r.window:
+	case d > r.window:
+		// The sender holds at most window unacked messages and the one
+		// before its oldest was delivered, so a legitimate id is at most
+		// window past the newest seen.
 		return recvOutside
+	case d > 0:
+		return recvBuffered
+	case -d >= r.window:
+		return recvDuplicate // delivered long ago (see the type comment)
+	case r.marked(id):
+		return recvDuplicate
 	}
+	return recvBuffered
+}
+
+// slot returns the ring slot of id, allocating the ring on first use.
+func (r *reliableReceiver) slot(id wire.Seq) *recvSlot {
 	if r.slots == nil {
 		r.slots = make([]recvSlot, r.window)
 	}
-	sl := &r.slots[id&r.mask]
-	if sl.present && sl.id == id {
+	return &r.slots[id&r.mask]
+}
+
+// clear empties a slot, releasing a large buffer.
+func (r *reliableReceiver) clear(sl *recvSlot) {
+	r.buffered -= sl.bytes
+	buf := sl.buf[:0]
+	if cap(buf) > keepRecvBuf {
+		r.putSpare(buf)
+		buf = nil
+	}
+	*sl = recvSlot{buf: buf}
+}
+
+// putSpare keeps a large buffer for reuse, replacing the smallest spare
+// when all are taken and this one is larger.
+func (r *reliableReceiver) putSpare(b []byte) {
+	if len(r.spare) < maxSpareBufs {
+		r.spare = append(r.spare, b[:0])
+		return
+	}
+	small := 0
+	for i, sb := range r.spare {
+		if cap(sb) < cap(r.spare[small]) {
+			small = i
+		}
+	}
+	if cap(b) > cap(r.spare[small]) {
+		r.spare[small] = b[:0]
+	}
+}
+
+// buffer returns a buffer of length n: the smallest spare that is large
+// enough, or a new one.
+func (r *reliableReceiver) buffer(n int) []byte {
+	best := -1
+	for i, sb := range r.spare {
+		if cap(sb) >= n && (best < 0 || cap(sb) < cap(r.spare[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]byte, n)
+	}
+	b := r.spare[best][:n]
+	last := len(r.spare) - 1
+	r.spare[best], r.spare[last] = r.spare[last], nil
+	r.spare = r.spare[:last]
+	return b
+}
+
+// accept decides a whole arriving message's fate. For recvBuffered it
+// copies p.
+func (r *reliableReceiver) accept(id wire.Seq, p []byte) recvVerdict {
+	if v := r.fresh(id); v != recvBuffered {
+		return v
+	}
+	if !r.ordered {
+		r.markDelivered(id)
+		return recvDeliver
+	}
+	if id == r.next {
+		return recvDeliver
+	}
+	sl := r.slot(id)
+	if sl.id == id && (sl.present || sl.partial) {
 		return recvDuplicate
 	}
 	if r.buffered+len(p) > r.maxBuffered {
 		return recvOverflow
 	}
-	sl.id, sl.present = id, true
-	sl.buf = append(sl.buf[:0], p...)
+	r.clear(sl) // a stale occupant cannot be in the window; drop it
+	sl.id, sl.present, sl.bytes = id, true, len(p)
+	sl.buf = append(sl.buf, p...)
 	r.buffered += len(p)
 	return recvBuffered
 }
 
+// acceptPiece takes one piece of large message id: piece index of count,
+// each pieceSize bytes but the last. It returns recvDeliver with the whole
+// message when this piece completed it and it can be delivered now (the
+// bytes stay valid until the slot is reused: the next accept or
+// acceptPiece), recvBuffered when the piece was held (or completed a
+// message that waits for an earlier gap on an ordered stream), and the
+// other verdicts as accept does.
+//
+// A message in assembly is charged its smallest possible size, (count−1) ×
+// pieceSize + 1 bytes, from its first piece (its exact size once the last
+// piece arrived), and its buffer is count × pieceSize: a peer cannot make
+// the receiver hold more than the byte cap plus one piece per message,
+// and a conforming sender, whose cap counts whole messages, never
+// overflows it.
+func (r *reliableReceiver) acceptPiece(id wire.Seq, index, count uint8, p []byte, pieceSize int) ([]byte, recvVerdict) {
+	if v := r.fresh(id); v != recvBuffered {
+		return nil, v
+	}
+	last := index == count-1
+	if last && len(p) > pieceSize || !last && len(p) != pieceSize {
+		return nil, recvMalformed
+	}
+	sl := r.slot(id)
+	switch {
+	case sl.id == id && sl.present:
+		return nil, recvDuplicate
+	case sl.id == id && sl.partial:
+		if sl.count != count {
+			return nil, recvMalformed
+		}
+		if bitSet(&sl.have, int(index)) {
+			return nil, recvDuplicate
+		}
+	default:
+		least := (int(count)-1)*pieceSize + 1
+		if r.buffered-sl.bytes+least > r.maxBuffered {
+			return nil, recvOverflow
+		}
+		r.clear(sl) // a stale occupant cannot be in the window; drop it
+		sl.id, sl.partial, sl.count, sl.bytes = id, true, count, least
+		r.buffered += least
+		if need := int(count) * pieceSize; cap(sl.buf) < need {
+			if sl.buf != nil && cap(sl.buf) > keepRecvBuf {
+				r.putSpare(sl.buf)
+			}
+			sl.buf = r.buffer(need)
+		}
+		sl.buf = sl.buf[:cap(sl.buf)]
+	}
+	off := int(index) * pieceSize
+	copy(sl.buf[off:], p)
+	setBit(&sl.have, int(index))
+	sl.got++
+	if last {
+		sl.size = off + len(p)
+		r.buffered += sl.size - sl.bytes
+		sl.bytes = sl.size
+	}
+	if sl.got < int(count) {
+		return nil, recvBuffered
+	}
+	msg := sl.buf[:sl.size]
+	if !r.ordered || id == r.next {
+		if !r.ordered {
+			r.markDelivered(id)
+		}
+		r.clearKeep(sl)
+		return msg, recvDeliver
+	}
+	sl.partial, sl.present = false, true
+	sl.buf = msg
+	return nil, recvBuffered
+}
+
+// release drops the buffer of id's slot if it is large and the slot no
+// longer holds anything: called after a message delivered from the slot
+// has been handed to the application.
+func (r *reliableReceiver) release(id wire.Seq) {
+	if r.slots == nil {
+		return
+	}
+	if sl := &r.slots[id&r.mask]; !sl.present && !sl.partial && cap(sl.buf) > keepRecvBuf {
+		r.putSpare(sl.buf)
+		sl.buf = nil
+	}
+}
+
+// clearKeep empties a slot whose message is being delivered from its
+// buffer right now: the bytes are no longer held, but the buffer stays
+// with the slot until its next use.
+func (r *reliableReceiver) clearKeep(sl *recvSlot) {
+	r.buffered -= sl.bytes
+	sl.bytes, sl.present, sl.partial, sl.got, sl.have = 0, false, false, 0, [4]uint64{}
+}
+
 // delivered advances an ordered stream past the message just delivered and
-// returns the next buffered message that is now deliverable, if any. The
-// returned bytes stay valid until the next accept.
+// returns the next held message that is now deliverable, if any. The
+// returned bytes stay valid until the next accept or acceptPiece.
 func (r *reliableReceiver) delivered() ([]byte, bool) {
 	r.next++
 	if r.slots == nil {
-		return nil, false // nothing was ever buffered
+		return nil, false // nothing was ever held
 	}
 	sl := &r.slots[r.next&r.mask]
 	if !sl.present || sl.id != r.next {
 		return nil, false
 	}
-	sl.present = false
-	r.buffered -= len(sl.buf)
-	return sl.buf, true
+	msg := sl.buf
+	r.clearKeep(sl)
+	return msg, true
 }
 
-func (r *reliableReceiver) acceptUnordered(id wire.Seq) recvVerdict {
+// markDelivered records id as delivered on the unordered stream.
+func (r *reliableReceiver) markDelivered(id wire.Seq) {
 	if !r.started {
 		r.started, r.newest = true, id
 		r.mark(id)
-		return recvDeliver
+		return
 	}
-	d := id.Sub(r.newest)
-	if d > 0 {
-		if d > r.window {
-			// The sender holds at most window unacked messages and the one
-			// before its oldest was delivered, so a legitimate id is at most
-			// window past the newest seen.
-			return recvOutside
-		}
+	if d := id.Sub(r.newest); d > 0 {
 		for i := 1; i <= d; i++ {
 			r.unmark(r.newest.Add(i))
 		}
 		r.newest = id
-		r.mark(id)
-		return recvDeliver
-	}
-	if -d >= r.window {
-		return recvDuplicate // delivered long ago (see the type comment)
-	}
-	if r.marked(id) {
-		return recvDuplicate
 	}
 	r.mark(id)
-	return recvDeliver
 }
 
 func (r *reliableReceiver) bit(id wire.Seq) (int, uint64) {

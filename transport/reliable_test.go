@@ -74,24 +74,24 @@ func TestReliableSenderPieces(t *testing.T) {
 	id := pushBytes(t, s, make([]byte, 100))
 	sl := s.slot(id)
 	sl.frag = s.newFrag()
-	sl.frag.count, sl.frag.fragID = 3, 7
+	sl.frag.count = 3
 	f := sl.frag
-	s.ackPiece(id, 7, 0)
-	s.ackPiece(id, 7, 0) // duplicate ack of a piece counts once
-	s.ackPiece(id, 6, 1) // ack from an earlier attempt is ignored
-	s.lostPiece(id, 7, 2)
+	s.ackPiece(id, 0)
+	s.ackPiece(id, 0) // duplicate ack of a piece counts once
+	s.lostPiece(id, 2)
+	s.lostPiece(id, 0) // a loss of a piece acked by another datagram is ignored
 	if !bitSet(&f.due, 2) || bitSet(&f.due, 0) {
 		t.Fatal("lost piece 2 not due, or acked piece 0 due")
 	}
-	s.ackPiece(id, 7, 1)
+	s.ackPiece(id, 1)
 	if s.slot(id) == nil {
 		t.Fatal("released with piece 2 unacked")
 	}
-	s.ackPiece(id, 7, 2)
+	s.ackPiece(id, 2)
 	if s.slot(id) != nil || s.unacked != 0 {
 		t.Fatal("not released with every piece acked")
 	}
-	s.ackPiece(id, 7, 2) // late ack after release is harmless
+	s.ackPiece(id, 2) // late ack after release is harmless
 }
 
 // Property: over a simulated sender (window W, random retransmissions of

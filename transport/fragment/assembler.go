@@ -148,7 +148,7 @@ func (a *Assembler) Add(f wire.FragmentFrame, now time.Duration) ([]byte, error)
 	a.recycle()
 	ps := a.cfg.PieceSize
 	count, idx, n := int(f.Count), int(f.Index), len(f.Payload)
-	if count == 0 || idx >= count || !f.Mode.HasPayload() || f.Mode == wire.FrameFragment {
+	if count == 0 || idx >= count || !f.Mode.Fragmentable() {
 		a.stats.Malformed++
 		return nil, ErrMalformed
 	}
@@ -264,10 +264,10 @@ func (a *Assembler) finish(buf []byte, size int, id wire.Seq, mode wire.FrameTyp
 
 // start opens a partial assembly for f's message id, evicting one if
 // every slot is taken: the oldest unreliable or sequenced one if there is
-// any, else the oldest. Pieces of a reliable message were acked as they
-// arrived and its sender will not send them again, so evicting its
-// partial loses the message for good; the sender keeps few of them open
-// at once (well under MaxPartial), so they are the last to go.
+// any, else the oldest. Pieces of a record (ActionStream) were acked as
+// they arrived and its sender will not send them again, so evicting its
+// partial loses the record while its sender counts it confirmed; they are
+// the last to go.
 func (a *Assembler) start(f wire.FragmentFrame, now time.Duration) *partial {
 	if a.live == len(a.parts) {
 		var oldest, oldestLossy *partial
@@ -279,7 +279,7 @@ func (a *Assembler) start(f wire.FragmentFrame, now time.Duration) *partial {
 			if oldest == nil || p.order < oldest.order {
 				oldest = p
 			}
-			if p.mode != wire.FrameReliable && (oldestLossy == nil || p.order < oldestLossy.order) {
+			if p.mode != wire.FrameActionStream && (oldestLossy == nil || p.order < oldestLossy.order) {
 				oldestLossy = p
 			}
 		}

@@ -308,7 +308,7 @@ func TestSC5DiscardReasons(t *testing.T) {
 		{"mode Fragment", nil, with(pieces[0], func(f *wire.FragmentFrame) { f.Mode = wire.FrameFragment }), 0, ErrMalformed, Stats{Malformed: 1}},
 		{"mode 0", nil, with(pieces[0], func(f *wire.FragmentFrame) { f.Mode = 0 }), 0, ErrMalformed, Stats{Malformed: 1}},
 		{"invalid message", invalid[:2], invalid[2], 0, ErrInvalidMessage, Stats{InvalidMessages: 1, Pieces: 1}},
-		{"invalid one-piece message", nil, wire.FragmentFrame{Mode: wire.FrameReliable, MessageID: 3, Count: 1, Payload: []byte{byte(wire.FrameUnreliable), 0}}, 0, ErrInvalidMessage, Stats{InvalidMessages: 1, Pieces: 1}},
+		{"invalid one-piece message", nil, wire.FragmentFrame{Mode: wire.FrameSequenced, MessageID: 3, Count: 1, Payload: []byte{byte(wire.FrameUnreliable), 0}}, 0, ErrInvalidMessage, Stats{InvalidMessages: 1, Pieces: 1}},
 		{"completed", pieces[:2], pieces[2], 0, nil, Stats{Completed: 1, Pieces: 1}},
 	}
 	for _, c := range cases {

@@ -13,7 +13,7 @@ import (
 // the whole frame when the last missing piece arrives, whatever the order.
 func ExampleAssembler() {
 	const mtu = 1200
-	msg := wire.AppendReliableFrame(nil, wire.ReliableFrame{Stream: 1, MessageID: 9, Payload: make([]byte, 2994)})
+	msg := wire.AppendSequencedFrame(nil, wire.SequencedFrame{Stream: 1, Seq: 9, Payload: make([]byte, 2994)})
 
 	// Sender.
 	ps := fragment.PieceSize(mtu)
@@ -24,7 +24,7 @@ func ExampleAssembler() {
 	var datagrams [][]byte
 	for i := range n {
 		// A real sender appends after the session and channel headers.
-		datagrams = append(datagrams, fragment.AppendPiece(nil, msg, ps, wire.FrameReliable, 42, i))
+		datagrams = append(datagrams, fragment.AppendPiece(nil, msg, ps, wire.FrameSequenced, 42, i))
 	}
 
 	// Receiver: pieces arrive out of order.
@@ -43,12 +43,12 @@ func ExampleAssembler() {
 			log.Fatal(err) // a refused piece; also counted in a.Stats()
 		}
 		if whole != nil {
-			r, _, _ := wire.ParseReliableFrame(whole)
+			r, _, _ := wire.ParseSequencedFrame(whole)
 			fmt.Printf("piece %d completes a %d-byte %v frame, payload %d bytes\n", i, len(whole), f.Mode, len(r.Payload))
 		}
 	}
 	fmt.Printf("%d pieces of %d bytes; completed %d\n", n, ps, a.Stats().Completed)
 	// Output:
-	// piece 1 completes a 3000-byte Reliable frame, payload 2994 bytes
+	// piece 1 completes a 3000-byte Sequenced frame, payload 2994 bytes
 	// 3 pieces of 1174 bytes; completed 1
 }

@@ -26,7 +26,6 @@ var fixedLens = []struct {
 	fixed int
 }{
 	{wire.FrameUnreliable, 1},
-	{wire.FrameReliable, 4},
 	{wire.FrameSequenced, 4},
 	{wire.FrameActionStream, 1},
 }

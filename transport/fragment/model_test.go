@@ -69,7 +69,7 @@ func (r *refAssembler) expire(tick time.Duration) int {
 func (r *refAssembler) add(f wire.FragmentFrame, tick time.Duration) ([]byte, error) {
 	ps, count, idx, n := r.cfg.PieceSize, int(f.Count), int(f.Index), len(f.Payload)
 	validMode := f.Mode == wire.FrameUnreliable || f.Mode == wire.FrameSequenced ||
-		f.Mode == wire.FrameReliable || f.Mode == wire.FrameActionStream
+		f.Mode == wire.FrameActionStream
 	if count == 0 || idx >= count || !validMode {
 		r.stats.Malformed++
 		return nil, ErrMalformed
@@ -108,13 +108,13 @@ func (r *refAssembler) add(f wire.FragmentFrame, tick time.Duration) ([]byte, er
 	p := &refPartial{mode: f.Mode, count: count, pieces: map[int][]byte{}, first: tick, order: r.serial}
 	if count > 1 {
 		if len(r.parts) == r.cfg.MaxPartial {
-			// The oldest lossy (unreliable or sequenced) partial, else
+			// The oldest unreliable or sequenced partial, else
 			// the oldest of all.
 			var oldest wire.Seq
 			var best *refPartial
 			for _, lossy := range []bool{true, false} {
 				for id, q := range r.parts {
-					if lossy && q.mode == wire.FrameReliable {
+					if lossy && q.mode == wire.FrameActionStream {
 						continue
 					}
 					if best == nil || q.order < best.order {
@@ -245,7 +245,7 @@ func hostile(r *rand.Rand, f wire.FragmentFrame) wire.FragmentFrame {
 			f.Payload[r.IntN(len(f.Payload))] ^= 0xFF // content: may make the whole message invalid
 		}
 	case 7:
-		f.Mode = []wire.FrameType{wire.FrameUnreliable, wire.FrameSequenced, wire.FrameReliable, wire.FrameActionStream}[r.IntN(4)]
+		f.Mode = []wire.FrameType{wire.FrameUnreliable, wire.FrameSequenced, wire.FrameReliable, wire.FrameActionStream}[r.IntN(4)] // Reliable: refused
 	default:
 		f = wire.FragmentFrame{
 			Mode: wire.FrameType(r.IntN(8)), MessageID: wire.Seq(r.Uint32()),
