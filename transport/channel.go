@@ -70,6 +70,16 @@ type Handler interface {
 	OnDisconnect(reason wire.DisconnectReason)
 }
 
+// StallHandler is implemented by a Handler that wants to hear of a stalled
+// reliable stream: OnStall(stream, held, stalledFor) is called from Flush
+// once per stall, when stream has held messages for Config.StallWarning
+// without releasing any — the peer paused, the path broke, or something
+// is wedged. It is a warning: the channel keeps trying, and ends only at
+// Config.StallTimeout (Channel.Stalled).
+type StallHandler interface {
+	OnStall(stream uint8, held int, stalledFor time.Duration)
+}
+
 // Sink takes the datagrams a Channel builds during Flush.
 type Sink interface {
 	// Buffer returns an empty buffer with capacity of at least the MTU for
@@ -346,6 +356,7 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.curFrame++
 		c.closing = false
 	}
+	c.checkStalls()
 	c.flushRecords()
 	c.flushReliable()
 	c.flushQueued()
@@ -361,6 +372,41 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.finish()
 	c.compactArena()
 	c.sink = nil
+}
+
+// checkStalls notes each reliable stream's progress and reports the ones
+// that made none for StallWarning. O(streams), no allocation.
+func (c *Channel) checkStalls() {
+	for s, rs := range c.reliable {
+		if rs.unacked == 0 || rs.released != rs.seen {
+			rs.progressAt, rs.seen, rs.warned = c.now, rs.released, false
+			continue
+		}
+		if stalled := c.now - rs.progressAt; !rs.warned && stalled >= c.cfg.StallWarning {
+			rs.warned = true
+			c.stats.Stalls++
+			if h, ok := c.handler.(StallHandler); ok {
+				h.OnStall(uint8(s), rs.unacked, stalled)
+			}
+		}
+	}
+}
+
+// Stalled returns nil, or an error wrapping ErrStalled once a reliable
+// stream has held messages without releasing any for Config.StallTimeout
+// (as of the last Flush): the session cannot make progress and should end
+// (an Endpoint ends it with wire.DisconnectStalled). O(streams).
+func (c *Channel) Stalled() error {
+	if c.cfg.StallTimeout == NoStallTimeout {
+		return nil
+	}
+	for s, rs := range c.reliable {
+		if rs.unacked > 0 && rs.released == rs.seen && c.now-rs.progressAt >= c.cfg.StallTimeout {
+			return fmt.Errorf("%w: stream %d held %d messages with none released for %v (StallTimeout %v)",
+				ErrStalled, s, rs.unacked, c.now-rs.progressAt, c.cfg.StallTimeout)
+		}
+	}
+	return nil
 }
 
 // KeepAliveInterval is how long a channel stays silent before Flush sends a

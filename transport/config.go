@@ -24,6 +24,11 @@ const (
 	DefaultFragmentTimeout    = 2 * time.Second
 	DefaultMaxPartial         = 8
 	DefaultMaxDatagrams       = ackmap.AckWindow - 1
+	DefaultStallWarning       = 5 * time.Second
+	DefaultStallTimeout       = 30 * time.Second
+	// NoStallTimeout, as Config.StallTimeout, never ends a session for a
+	// stalled stream (stalls are still counted and reported).
+	NoStallTimeout = -1
 	// NoRedundancy, as Config.RedundancyBytes, turns redundant re-sending
 	// of unacked reliable messages off.
 	NoRedundancy = -1
@@ -93,16 +98,16 @@ type Config struct {
 	// FragmentTimeout is how long a partly received unreliable,
 	// sequenced or record message is kept, from its first piece, before it
 	// is discarded: a duration on the channel's clock, whatever the Flush
-	// cadence. Reliable messages never expire (their pieces were acked and
-	// will not come again). Default 2 s; range (0, 1 min].
+	// cadence. Large reliable messages never expire: their pieces were
+	// acked and will not come again, so the receiver keeps them until the
+	// message is whole. Default 2 s; range (0, 1 min].
 	FragmentTimeout time.Duration
 
-	// MaxPartial is how many fragmented messages may be partly received at
-	// once; a new one beyond it evicts the oldest unreliable or sequenced
-	// one, else the oldest. The sender keeps at most MaxPartial/2
-	// fragmented reliable messages in flight at once, so that the peer
-	// never evicts one (its pieces were acked and will not come again):
-	// both peers must use the same value. Default 8.
+	// MaxPartial is how many fragmented unreliable, sequenced or record
+	// messages may be partly received at once; a new one beyond it evicts
+	// the oldest unreliable or sequenced one, else the oldest. Large
+	// reliable messages do not count: they are assembled in their stream's
+	// window, bounded by ReliableWindow and ReliableBytes. Default 8.
 	MaxPartial int
 
 	// MaxDatagramsPerFlush caps the datagrams one Flush sends; what does not
@@ -113,6 +118,21 @@ type Config struct {
 	// and maximum 32; bulk throughput scales with the Flush rate instead.
 	// Range [1, 32].
 	MaxDatagramsPerFlush int
+
+	// StallWarning is how long a reliable stream may hold messages without
+	// releasing any (no ack made progress) before the channel counts a
+	// stall (ChannelStats.Stalls) and tells a handler that implements
+	// StallHandler. A pause of the peer or a long outage trips it; an
+	// ordinary slow transfer, which releases messages as acks come, does
+	// not. Default 5 s; range (0, StallTimeout].
+	StallWarning time.Duration
+
+	// StallTimeout is how long a reliable stream may hold messages without
+	// progress before Channel.Stalled reports ErrStalled, and an Endpoint
+	// ends the session with wire.DisconnectStalled: a wedged stream is
+	// never silent. NoStallTimeout (−1) turns the hard bound off. Default
+	// 30 s; range [StallWarning, 1 h], or −1.
+	StallTimeout time.Duration
 
 	// MaxMessageSize is the largest message accepted by Send, after
 	// framing. It may not exceed what 255 fragments carry at this MTU
@@ -141,6 +161,15 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.MaxPartial, DefaultMaxPartial)
 	def(&c.MaxDatagramsPerFlush, DefaultMaxDatagrams)
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.StallWarning == 0 {
+		c.StallWarning = DefaultStallWarning
+		if c.StallTimeout > 0 {
+			c.StallWarning = min(c.StallWarning, c.StallTimeout)
+		}
+	}
 	if c.MTU >= MinMTU && c.MTU <= MaxMTU {
 		def(&c.MaxMessageSize, MaxMessageSizeFor(c.MTU))
 	}
@@ -179,6 +208,10 @@ func (c Config) Validate() error {
 		return bad("MaxPartial %d below 1", c.MaxPartial)
 	case c.MaxDatagramsPerFlush < 1 || c.MaxDatagramsPerFlush > ackmap.AckWindow-1:
 		return bad("MaxDatagramsPerFlush %d not in [1, %d]", c.MaxDatagramsPerFlush, ackmap.AckWindow-1)
+	case c.StallTimeout != NoStallTimeout && (c.StallTimeout < 0 || c.StallTimeout > time.Hour):
+		return bad("StallTimeout %v not in (0, 1h] or -1", c.StallTimeout)
+	case c.StallWarning <= 0 || c.StallTimeout > 0 && c.StallWarning > c.StallTimeout:
+		return bad("StallWarning %v not in (0, StallTimeout %v]", c.StallWarning, c.StallTimeout)
 	case c.MaxMessageSize < 1 || c.MaxMessageSize > MaxMessageSizeFor(c.MTU):
 		return bad("MaxMessageSize %d not in [1, %d] at MTU %d", c.MaxMessageSize, MaxMessageSizeFor(c.MTU), c.MTU)
 	case c.ReliableBytes < c.MaxMessageSize+maxFraming:

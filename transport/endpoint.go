@@ -629,6 +629,10 @@ func (e *Endpoint) tickPeer(now time.Duration, p *Peer) {
 			return
 		}
 		e.flushPeer(now, p)
+		if err := p.ch.Stalled(); err != nil {
+			e.stats.Stalled++
+			_ = e.Disconnect(p, wire.DisconnectStalled)
+		}
 	case PeerSuspended:
 		if now >= p.horizon {
 			if e.role == roleServer {

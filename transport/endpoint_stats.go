@@ -68,7 +68,7 @@ func (r MalformedReason) String() string {
 // Array sizes of the per-reason counters: every named reason.
 const (
 	rejectReasons     = int(wire.RejectShuttingDown) + 1
-	disconnectReasons = int(wire.DisconnectSuperseded) + 1
+	disconnectReasons = int(wire.DisconnectStalled) + 1
 )
 
 // EndpointStats are an endpoint's counters. Every datagram the endpoint
@@ -116,6 +116,7 @@ type EndpointStats struct {
 	Suspends   uint64
 	Resumes    uint64
 	Timeouts   uint64 // idle time-outs (suspended or ended)
+	Stalled    uint64 // sessions ended because a reliable stream stalled (Config.StallTimeout)
 	Expired    uint64 // suspended sessions freed at the end of their grace
 	Superseded uint64
 	// Disconnects counts ended sessions by reason (indexed by

@@ -17,6 +17,11 @@ var (
 	// ErrMalformed: a received datagram could not be decoded. It was
 	// dropped whole and counted; nothing in it was applied.
 	ErrMalformed = errors.New("transport: malformed datagram")
+	// ErrStalled: a reliable stream held messages and made no progress
+	// (released none) for Config.StallTimeout; Channel.Stalled returns it
+	// with the stream and the numbers, and an Endpoint ends the session
+	// with wire.DisconnectStalled.
+	ErrStalled = errors.New("transport: reliable stream stalled")
 	// ErrClosed: the channel or endpoint was closed.
 	ErrClosed = errors.New("transport: closed")
 )

@@ -84,6 +84,13 @@ type reliableSender struct {
 	maxQueued  int
 	unacked    int // messages held
 	everQueued uint64
+	// progressAt is the time of the stream's last progress: a release, or
+	// the first Flush that found it holding messages after it held none.
+	// released counts releases; warned marks a stall already reported.
+	progressAt time.Duration
+	released   uint64
+	seen       uint64 // released as of the last stall check
+	warned     bool
 }
 
 func newReliableSender(window, maxQueued int) *reliableSender {
@@ -191,6 +198,7 @@ func (s *reliableSender) lostPiece(id wire.Seq, piece int) {
 }
 
 func (s *reliableSender) release(sl *sendSlot) {
+	s.released++
 	s.queued -= len(sl.buf)
 	s.unacked--
 	sl.state = msgFree

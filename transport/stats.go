@@ -36,10 +36,12 @@ type ChannelStats struct {
 	Delivered        [5]uint64
 
 	// Send side.
-	ReliableResent   uint64 // reliable messages or pieces re-sent after a loss verdict
-	RedundantCopies  uint64 // unacked reliable messages that rode again
-	FragmentsSent    uint64
-	FragmentRestarts uint64 // fragmented reliable messages re-sent whole
+	ReliableResent  uint64 // reliable messages or pieces re-sent after a loss verdict
+	RedundantCopies uint64 // unacked reliable messages that rode again
+	FragmentsSent   uint64
+	// Stalls counts the times a reliable stream held messages with no
+	// progress for Config.StallWarning (once per stall).
+	Stalls uint64
 
 	// Ack bookkeeping, round trip and reassembly.
 	Ack       ackmap.SendStats
@@ -58,6 +60,9 @@ type ChannelStats struct {
 	QueuedBytes        int // unreliable and sequenced frame bytes not yet sent
 	QueuedRecords      int // record sends not yet sent
 	PartialAssemblies  int // fragmented messages partly received
+	// StalledFor is how long the most stalled reliable stream has held
+	// messages without releasing any, as of the last Flush (0: none).
+	StalledFor time.Duration
 }
 
 // Stats returns a copy of the channel's counters.
@@ -78,5 +83,10 @@ func (c *Channel) Stats() ChannelStats {
 	}
 	s.QueuedBytes, s.QueuedRecords = c.outBytes, len(c.outRecs)
 	s.PartialAssemblies = c.assembler.Partials()
+	for _, rs := range c.reliable {
+		if rs.unacked > 0 {
+			s.StalledFor = max(s.StalledFor, c.now-rs.progressAt)
+		}
+	}
 	return s
 }
