@@ -123,7 +123,8 @@ type queued struct {
 // record sends with all-or-nothing verdicts, and statistics.
 //
 // A Channel does no I/O. Send methods queue messages; Flush packs them
-// into datagrams (into a Sink) once per tick; Receive takes one datagram from
+// into datagrams (into a Sink) whenever the loop calls it — at a fixed
+// tick, on every wake-up, or irregularly; Receive takes one datagram from
 // the peer. It is not safe for concurrent use: one goroutine (the tick loop
 // or the event loop that owns the peer) drives it, and no lock is taken on
 // the per-datagram path.
@@ -659,10 +660,12 @@ func (c *Channel) compactArena() {
 }
 
 // flushRedundant lets unacked small reliable messages ride again, oldest
-// first, each at most once per tick and once per RedundancyInterval: in the room the tick's last datagram
-// has left, up to RedundancyBytes, or — if nothing else went out this tick —
-// in a datagram of their own. A lost message then costs one tick, not a
-// loss verdict's round trip.
+// first, each at most once per Flush and once per RedundancyInterval (a
+// duration, so a loop that Flushes every millisecond sends no more copies
+// than a 60 Hz one): in the room this Flush's last datagram has left, up to
+// RedundancyBytes, or — if nothing else went out — in a datagram of their
+// own while the in-flight window has room. A lost message then costs one
+// interval, not a loss verdict's round trip.
 func (c *Channel) flushRedundant() {
 	budget := c.cfg.RedundancyBytes
 	if budget <= 0 || (c.cur == nil && c.sentAny) {

@@ -73,8 +73,9 @@ type Config struct {
 
 	// RedundancyBytes is the per-datagram budget for riding unacked small
 	// reliable messages again in the next datagrams until they are acked,
-	// so a lost message costs one tick rather than a loss verdict's round
-	// trip. A message rides again at most once per tick, oldest first, and
+	// so a lost message costs one RedundancyInterval rather than a loss
+	// verdict's round trip. A message rides again at most once per
+	// RedundancyInterval (and per Flush), oldest first, and
 	// only if it is no larger than the budget. Default 512; NoRedundancy
 	// (−1) turns it off; range [−1, MTU].
 	RedundancyBytes int

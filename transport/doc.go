@@ -14,16 +14,18 @@
 // [EndpointHandler] receives lifecycle events and messages.
 //
 // [Channel] is the protocol state for one peer, with no I/O of its own: Send
-// methods queue messages (copying them), Flush packs one tick's datagrams
-// into a [Sink], Receive takes one datagram. A Channel can be used without
+// methods queue messages (copying them), Flush packs what is due into
+// datagrams for a [Sink], Receive takes one datagram. A Channel can be used without
 // an Endpoint, for instance over a transport the application already has.
 //
 // # Threading
 //
 // One goroutine drives an Endpoint and all of its channels: the game's tick
 // loop calls Poll (read and dispatch what arrived), then the game logic,
-// then Flush (send one tick). There is no goroutine per peer and no lock on
-// the per-datagram path; handler methods run on the driving goroutine,
+// then Flush (send what is due) — at a fixed rate or on every wake-up of an
+// event loop, the two ends alike or not: every timer is a duration on the
+// clock passed in, never a count of calls. There is no goroutine per peer
+// and no lock on the per-datagram path; handler methods run on the driving goroutine,
 // inside Poll and Flush. Only [Endpoint.Publish]'s expvar snapshot is read
 // from other goroutines, through a copy taken under a mutex, and only
 // [Endpoint.Wake] may be called from them.

@@ -305,7 +305,9 @@ func (e *Endpoint) Wake() {
 // idle time-outs, orderly disconnects and grace expiries; and one Flush of
 // every live peer's Channel, their datagrams gathered in one batch and
 // written with WriteBatch (a full batch is written as soon as it fills).
-// Call it once per tick, after Poll. It returns an error wrapping ErrClosed
+// Call it after Poll, at any cadence: once per game tick, after every
+// wake-up of an event loop (Wait), or both; every timer it runs is a
+// duration on now, never a count of calls. It returns an error wrapping ErrClosed
 // once the endpoint or its socket is closed, and on a client the error
 // that ended its attempt to get a session (see Err). A datagram the socket
 // refuses is skipped and counted (EndpointStats.SendErrors).
