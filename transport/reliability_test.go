@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/transport/simlink"
 	"github.com/tickwire/tickwire/wire"
 )
@@ -174,10 +175,14 @@ func TestEvictedDatagramsStrandNothing(t *testing.T) {
 func TestLargeMessageAnyCadence(t *testing.T) {
 	big := numbered(7, 200<<10)
 	small := numbered(8, 20)
+	wake1ms := cadence{name: "every-wake-up-1ms", period: time.Millisecond, wake: true}
 	for _, loss := range []float64{0, 0.10} {
-		for _, cads := range [][2]cadence{{at60Hz, at60Hz}, {everyWake, everyWake}, {at60Hz, everyWake}, {everyWake, at60Hz}} {
+		for _, cads := range [][2]cadence{{at60Hz, at60Hz}, {wake1ms, wake1ms}, {at60Hz, wake1ms}, {wake1ms, at60Hz}} {
 			t.Run(fmt.Sprintf("loss%.0f%%/%s-%s", loss*100, cads[0].name, cads[1].name), func(t *testing.T) {
-				r := newCadencedRig(t, 2, Config{}, simlink.LinkConfig{Delay: 25 * time.Millisecond, Loss: loss}, cads[0], cads[1])
+				// 2 Mbit/s: the map takes most of a second, several
+				// hundred Flushes of a fast loop.
+				link := simlink.LinkConfig{Delay: 25 * time.Millisecond, Loss: loss, Bandwidth: 250_000, QueueLimit: 64 << 10}
+				r := newCadencedRig(t, 2, Config{}, link, cads[0], cads[1])
 				start := r.now
 				sendAll(t, r, 1, [][]byte{big, small}, time.Second)
 				for r.now-start < 30*time.Second && countReliable(r.b, 1) < 2 {
@@ -261,7 +266,11 @@ func TestDeadPeerIsNotFlooded(t *testing.T) {
 func TestLargeStreamDoesNotStarveOthers(t *testing.T) {
 	for _, cads := range [][2]cadence{{at60Hz, at60Hz}, {everyWake, everyWake}} {
 		t.Run(cads[0].name, func(t *testing.T) {
-			r := newCadencedRig(t, 5, Config{MTU: 576}, simlink.LinkConfig{Delay: 20 * time.Millisecond, Bandwidth: 200_000}, cads[0], cads[1])
+			link := simlink.LinkConfig{Delay: 50 * time.Millisecond, Bandwidth: 100_000, QueueLimit: 32 << 10}
+			// A small in-flight window: stream 0's pieces always have more
+			// to send than the window takes.
+			cfg := Config{MTU: 576, Ack: ackmap.Config{MaxInFlight: 16}}
+			r := newCadencedRig(t, 5, cfg, link, cads[0], cads[1])
 			var queuedAt time.Duration = -1
 			for tick := 0; tick < 600 && countReliable(r.b, 1) == 0; tick++ {
 				_, _ = r.a.ch.SendReliable(0, numbered(tick, 3000)) // back-pressure is fine
@@ -364,4 +373,51 @@ func TestEndpointEndsStalledSession(t *testing.T) {
 	if srv.rec.discs[0] != wire.DisconnectStalled || srv.ep.Stats().Stalled != 1 {
 		t.Fatalf("server disconnect %v, stalled %d", srv.rec.discs, srv.ep.Stats().Stalled)
 	}
+}
+
+// TestLargeReliableSurvivesFragmentFlood: issue 9 item 9 — a large
+// reliable message whose first transmission is lost, while 300 fragmented
+// unreliable messages complete after it, is still delivered before it is
+// released. On adabd8e its re-sent pieces carried a fragment id 256 behind
+// the newest completed one: the receiver ignored them as stale yet acked
+// their datagrams, so the sender released a message that never arrived.
+// (A window of 1024 lets the flood be in flight while acks are held up.)
+func TestLargeReliableSurvivesFragmentFlood(t *testing.T) {
+	cfg := Config{Ack: ackmap.Config{MaxInFlight: 1024}}
+	r := newCadencedRig(t, 9, cfg, simlink.LinkConfig{Delay: 5 * time.Millisecond}, every1ms, every1ms)
+	for i := range 20 { // warm the RTT estimate
+		if _, err := r.a.ch.SendReliable(2, numbered(i, 10)); err != nil {
+			t.Fatal(err)
+		}
+		r.runFor(10 * time.Millisecond)
+	}
+	setLink := func(from, to *end, cfg simlink.LinkConfig) {
+		if err := r.net.SetLink(from.conn.LocalAddr(), to.conn.LocalAddr(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clean := simlink.LinkConfig{Delay: 5 * time.Millisecond}
+	setLink(r.a, r.b, simlink.LinkConfig{Loss: 1})
+	big := numbered(99, 3000)
+	if _, err := r.a.ch.SendReliable(1, big); err != nil {
+		t.Fatal(err)
+	}
+	r.runFor(2 * time.Millisecond) // its pieces go out, into the outage
+	setLink(r.a, r.b, clean)
+	setLink(r.b, r.a, simlink.LinkConfig{Loss: 1}) // no acks: nothing is re-sent yet
+	flood := make([]byte, 2000)                      // two pieces each
+	for sent := 0; sent < 300; {
+		if err := r.a.ch.SendUnreliable(flood); err == nil {
+			sent++
+			continue
+		}
+		r.runFor(time.Millisecond)
+	}
+	r.runFor(40 * time.Millisecond)
+	if got := r.b.ch.Stats().Delivered[Unreliable]; got < 280 {
+		t.Fatalf("only %d of 300 unreliable messages completed: the flood did not happen", got)
+	}
+	setLink(r.b, r.a, clean)
+	r.runFor(3 * time.Second)
+	checkReliable(t, r, 1, [][]byte{big})
 }
