@@ -405,7 +405,7 @@ func TestLargeReliableSurvivesFragmentFlood(t *testing.T) {
 	r.runFor(2 * time.Millisecond) // its pieces go out, into the outage
 	setLink(r.a, r.b, clean)
 	setLink(r.b, r.a, simlink.LinkConfig{Loss: 1}) // no acks: nothing is re-sent yet
-	flood := make([]byte, 2000)                      // two pieces each
+	flood := make([]byte, 2000)                    // two pieces each
 	for sent := 0; sent < 300; {
 		if err := r.a.ch.SendUnreliable(flood); err == nil {
 			sent++
