@@ -44,6 +44,10 @@ const (
 	DisconnectShutdown      DisconnectReason = 4 // the server is shutting down
 	DisconnectProtocolError DisconnectReason = 5 // the peer sent something it must not
 	DisconnectSuperseded    DisconnectReason = 6 // the session was resumed from another address
+	// DisconnectIncompatible: the client cannot honour the limits the
+	// server's Accept announced (its own config sets them otherwise); it
+	// sends this in the new session at once, so the server frees it.
+	DisconnectIncompatible DisconnectReason = 7
 )
 
 var disconnectReasonNames = [...]string{
@@ -54,6 +58,7 @@ var disconnectReasonNames = [...]string{
 	DisconnectShutdown:      "server shutdown",
 	DisconnectProtocolError: "protocol error",
 	DisconnectSuperseded:    "superseded",
+	DisconnectIncompatible:  "incompatible limits",
 }
 
 // String returns the reason's name, or "DisconnectReason(N)" for an

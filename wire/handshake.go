@@ -46,7 +46,7 @@ const (
 	ConnectRequestLen  = 64
 	ChallengeLen       = 29
 	ConnectResponseLen = 64
-	AcceptLen          = 40
+	AcceptLen          = 53
 	RejectLen          = 10
 )
 
