@@ -302,6 +302,7 @@ func TestRefusalSurvivesLoss(t *testing.T) {
 		}
 		n.runUntil(60*12, "idle time-out", func() bool { return srv.ep.StateSize() == 0 })
 	}
+	t.Logf("the refusal freed the session at once for %d of %d seeds", freed, seeds)
 	// 4 copies at 30 % loss: all lost with probability 0.8 %.
 	if freed < seeds-1 {
 		t.Fatalf("the refusal freed the session at once for %d of %d seeds", freed, seeds)
