@@ -81,6 +81,10 @@ type Endpoint struct {
 	remote *Peer
 	dial   dialState
 	err    error // why the client has, and can get, no session
+	// ownChannel is the client's Channel config as given, zero fields
+	// unresolved: the Accept's limits fill them (adoptLimits), and the
+	// defaults that depend on them are derived from the server's values.
+	ownChannel Config
 
 	// Wait and Wake: the socket's own when it is a socket.Waiter, else a
 	// timer and a channel.
@@ -119,9 +123,14 @@ func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint,
 // first Flush (at or after now) sends a ConnectRequest, re-sent with
 // back-off until a Challenge arrives, then a ConnectResponse until an
 // Accept; after EndpointConfig.HandshakeAttempts datagrams it gives up.
-// Dial itself does no I/O. On Accept, h.OnConnect reports the server's
-// Peer; on failure Flush and Err return ErrHandshakeTimeout or a
-// *RejectError. The endpoint owns conn from now on.
+// Dial itself does no I/O. On Accept the client adopts the channel limits
+// the server announces (EndpointConfig.Channel says which, and how its own
+// fields combine with them) and h.OnConnect reports the server's Peer. On
+// failure Flush and Err return ErrHandshakeTimeout, a *RejectError, or —
+// for an Accept this client cannot honour, which it refuses on the wire so
+// the server frees the session at once — an error wrapping
+// ErrIncompatible (or ErrProtocol for limits no valid config has). The
+// endpoint owns conn from now on.
 func Dial(conn socket.Conn, server netip.AddrPort, cfg EndpointConfig, h EndpointHandler, now time.Duration) (*Endpoint, error) {
 	if !server.IsValid() || server.Port() == 0 {
 		return nil, fmt.Errorf("%w: server address %v", ErrInvalidConfig, server)
@@ -149,12 +158,13 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 		h = NopHandler{}
 	}
 	e := &Endpoint{
-		cfg:    cfg.withDefaults(),
-		role:   r,
-		conn:   conn,
-		h:      h,
-		byAddr: make(map[netip.AddrPort]*Peer),
-		woken:  make(chan struct{}, 1),
+		cfg:        cfg.withDefaults(),
+		ownChannel: cfg.Channel,
+		role:       r,
+		conn:       conn,
+		h:          h,
+		byAddr:     make(map[netip.AddrPort]*Peer),
+		woken:      make(chan struct{}, 1),
 	}
 	e.waiter, _ = conn.(socket.Waiter)
 	// One slab each for receive and send buffers. A receive buffer is one
@@ -175,7 +185,9 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 	return e, nil
 }
 
-// Config returns the endpoint's config with defaults applied.
+// Config returns the endpoint's config with defaults applied. On a client
+// whose handshake completed, Channel is the channel config it adopted from
+// the server's Accept (EndpointConfig.Channel); before that, its own.
 func (e *Endpoint) Config() EndpointConfig { return e.cfg }
 
 // LocalAddr returns the socket's address.
@@ -186,7 +198,8 @@ func (e *Endpoint) IsServer() bool { return e.role == roleServer }
 
 // Err returns why a client has no session and will get none without a new
 // Dial: ErrHandshakeTimeout, a *RejectError (also for a refused resume),
-// or an error wrapping ErrProtocol. It is nil on a server, while a client
+// or an error wrapping ErrIncompatible or ErrProtocol (the Accept's
+// limits, with the numbers). It is nil on a server, while a client
 // is connecting or connected, and after an ordinary disconnect (reported
 // by OnDisconnect).
 func (e *Endpoint) Err() error { return e.err }

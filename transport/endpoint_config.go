@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/tickwire/tickwire/wire"
@@ -43,10 +45,23 @@ const (
 // call it. A config is a plain value: copies are independent (Rand is
 // shared by reference).
 type EndpointConfig struct {
-	// Channel configures every peer's Channel. A server announces
-	// Channel.MTU and Channel.MaxMessageSize (defaults applied) in Accept;
-	// a client adopts the values its server announces, whatever it set
-	// here, so both ends size fragmenters and assemblers alike (S-C3).
+	// Channel configures every peer's Channel. The limits both ends of a
+	// session must share — MTU, MaxMessageSize, ReliableBytes,
+	// ReliableWindow, MaxPartial, OrderedStreams and SequencedStreams —
+	// are the server's: a server announces its own (defaults applied) in
+	// Accept, and a client takes each one it left at zero from the Accept;
+	// one it set must equal the server's. Every other field is the
+	// client's own, with its zero-valued defaults derived from the
+	// server's limits (UnreliableBytes from the server's MaxMessageSize,
+	// say), never from the client's default MTU. A client that cannot
+	// honour an Accept — a shared limit set otherwise, or a field of its
+	// own out of range under the server's limits — answers with a
+	// Disconnect (wire.DisconnectIncompatible) in the new session, so the
+	// server frees it at once, and its Flush and Err return an error
+	// wrapping ErrIncompatible that names the fields and both numbers. So
+	// both ends size fragmenters, assemblers and reliable windows alike
+	// (S-C3). After the Accept, a client's Endpoint.Config reports the
+	// channel config it adopted.
 	Channel Config
 
 	// MaxPeers (server) caps the sessions held at once, live or suspended.
@@ -206,6 +221,10 @@ func (c EndpointConfig) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 	switch {
+	case uint64(c.Channel.ReliableBytes) > math.MaxUint32: // negative: refused by Channel.Validate above
+		return bad("Channel.ReliableBytes %d above %d (Accept carries it as a u32)", c.Channel.ReliableBytes, uint32(math.MaxUint32))
+	case uint64(c.Channel.MaxPartial) > math.MaxUint32:
+		return bad("Channel.MaxPartial %d above %d (Accept carries it as a u32)", c.Channel.MaxPartial, uint32(math.MaxUint32))
 	case c.MaxPeers > MaxPeersLimit:
 		return fmt.Errorf("%w: MaxPeers %d above %d (ids 0..%d): %w",
 			ErrInvalidConfig, c.MaxPeers, MaxPeersLimit, wire.MaxPeerID, ErrPeerID)
@@ -245,4 +264,128 @@ func (c EndpointConfig) Validate() error {
 		return bad("StatsInterval %v not in [1ms, 1h]", c.StatsInterval)
 	}
 	return nil
+}
+
+// sharedLimits are the channel limits both ends of a session must share
+// (see the Config field docs: a receiver sized below its sender drops what
+// the sender believes delivered). A server announces its own in Accept; a
+// client adopts them (adoptLimits).
+type sharedLimits struct {
+	MTU              int
+	MaxMessageSize   int
+	ReliableBytes    int
+	MaxPartial       int
+	ReliableWindow   int
+	SequencedStreams int
+	OrderedStreams   int
+}
+
+// limitsOf returns the shared limits of c, defaults applied.
+func limitsOf(c Config) sharedLimits {
+	c = c.withDefaults()
+	return sharedLimits{
+		MTU:              c.MTU,
+		MaxMessageSize:   c.MaxMessageSize,
+		ReliableBytes:    c.ReliableBytes,
+		MaxPartial:       c.MaxPartial,
+		ReliableWindow:   c.ReliableWindow,
+		SequencedStreams: c.SequencedStreams,
+		OrderedStreams:   c.OrderedStreams,
+	}
+}
+
+// announce writes l into a's limit fields. l comes from a validated
+// config, so every value fits its field (EndpointConfig.Validate bounds
+// the two that Config does not).
+func (l sharedLimits) announce(a *wire.Accept) {
+	a.MTU = uint16(l.MTU)
+	a.MaxMessage = uint32(l.MaxMessageSize)
+	a.ReliableBytes = uint32(l.ReliableBytes)
+	a.MaxPartial = uint32(l.MaxPartial)
+	a.ReliableWindow = uint16(l.ReliableWindow)
+	a.SequencedStreams = uint16(l.SequencedStreams)
+	a.OrderedStreams = uint8(l.OrderedStreams)
+}
+
+// limitsFromAccept returns the limits an Accept announces.
+func limitsFromAccept(a *wire.Accept) sharedLimits {
+	return sharedLimits{
+		MTU:              int(a.MTU),
+		MaxMessageSize:   int(a.MaxMessage),
+		ReliableBytes:    int(a.ReliableBytes),
+		MaxPartial:       int(a.MaxPartial),
+		ReliableWindow:   int(a.ReliableWindow),
+		SequencedStreams: int(a.SequencedStreams),
+		OrderedStreams:   int(a.OrderedStreams),
+	}
+}
+
+// String lists the limits as "MTU 1200, MaxMessageSize 299362, …".
+func (l sharedLimits) String() string {
+	return fmt.Sprintf("MTU %d, MaxMessageSize %d, ReliableBytes %d, MaxPartial %d, ReliableWindow %d, SequencedStreams %d, OrderedStreams %d",
+		l.MTU, l.MaxMessageSize, l.ReliableBytes, l.MaxPartial, l.ReliableWindow, l.SequencedStreams, l.OrderedStreams)
+}
+
+// check reports whether l is a limit set some valid server config has: an
+// error wrapping ErrInvalidConfig naming the first field out of range.
+func (l sharedLimits) check() error {
+	c := Config{
+		MTU:              l.MTU,
+		MaxMessageSize:   l.MaxMessageSize,
+		ReliableBytes:    l.ReliableBytes,
+		MaxPartial:       l.MaxPartial,
+		ReliableWindow:   l.ReliableWindow,
+		SequencedStreams: l.SequencedStreams,
+		OrderedStreams:   l.OrderedStreams,
+	}
+	// A zero would mean "default" to Validate; on the wire it is a value,
+	// and no valid config has it.
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"MTU", l.MTU}, {"MaxMessageSize", l.MaxMessageSize}, {"ReliableBytes", l.ReliableBytes},
+		{"MaxPartial", l.MaxPartial}, {"ReliableWindow", l.ReliableWindow},
+		{"SequencedStreams", l.SequencedStreams}, {"OrderedStreams", l.OrderedStreams}} {
+		if f.v == 0 {
+			return fmt.Errorf("%w: %s 0", ErrInvalidConfig, f.name)
+		}
+	}
+	return c.Validate()
+}
+
+// adoptLimits returns the channel config a client with config mine (as
+// given, zero fields unresolved) uses under a server that announced l
+// (checked): every shared limit mine left at zero takes the server's
+// value, one mine set must equal it, and the rest of mine gets its
+// defaults from the adopted limits — so a field derived from the MTU or
+// the max message (UnreliableBytes) is derived from the server's, not
+// from this client's default MTU. The result has defaults applied. An
+// error wraps ErrIncompatible and names each conflicting field with both
+// numbers, or wraps the Validate error of a field of mine that is out of
+// range under the server's limits.
+func adoptLimits(mine Config, l sharedLimits) (Config, error) {
+	c := mine
+	var conflicts []string
+	take := func(name string, v *int, server int) {
+		if *v != 0 && *v != server {
+			conflicts = append(conflicts, fmt.Sprintf("%s %d here, %d on the server", name, *v, server))
+		}
+		*v = server
+	}
+	take("MTU", &c.MTU, l.MTU)
+	take("MaxMessageSize", &c.MaxMessageSize, l.MaxMessageSize)
+	take("ReliableBytes", &c.ReliableBytes, l.ReliableBytes)
+	take("MaxPartial", &c.MaxPartial, l.MaxPartial)
+	take("ReliableWindow", &c.ReliableWindow, l.ReliableWindow)
+	take("SequencedStreams", &c.SequencedStreams, l.SequencedStreams)
+	take("OrderedStreams", &c.OrderedStreams, l.OrderedStreams)
+	if len(conflicts) > 0 {
+		return Config{}, fmt.Errorf("%w: %s (both ends must share them; leave them 0 to take the server's)",
+			ErrIncompatible, strings.Join(conflicts, ", "))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%w: under the server's MTU %d and MaxMessageSize %d: %w",
+			ErrIncompatible, l.MTU, l.MaxMessageSize, err)
+	}
+	return c.withDefaults(), nil
 }

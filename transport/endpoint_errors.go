@@ -34,9 +34,18 @@ var (
 	ErrWrongRole = errors.New("transport: operation not available in this endpoint role")
 
 	// ErrProtocol: the remote sent something well-formed that the protocol
-	// forbids here (an Accept with limits this side cannot honour, a resume
-	// Accept for another peer id).
+	// forbids here (an Accept whose limits are out of the channel's
+	// ranges, a resume Accept for another peer id or with other limits).
 	ErrProtocol = errors.New("transport: protocol violation")
+
+	// ErrIncompatible: a client cannot honour the limits its server's
+	// Accept announced — its EndpointConfig.Channel sets a limit both ends
+	// must share to another value, or a field of its own is out of range
+	// under the server's MTU or max message. The message names each field
+	// with both numbers (and wraps the ErrInvalidConfig error when a field
+	// is out of range). The client told the server, which freed the
+	// session at once.
+	ErrIncompatible = errors.New("transport: incompatible with the server's limits")
 
 	// ErrRandom: the configured random source failed. Secrets are never
 	// derived from a partial read.

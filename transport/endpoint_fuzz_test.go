@@ -48,14 +48,21 @@ func fuzzSeeds() [][]byte {
 		wire.AppendChallenge(nil, wire.Challenge{Nonce: 1, Cookie: cookie}),
 		rawResponse(1, cookie),
 		rawResumeResponse(1, cookie, tok),
-		wire.AppendAccept(nil, wire.Accept{Nonce: 1, PeerID: 3, Secret: 0x8877665544332211, Token: tok, MTU: 1200, MaxMessage: 1 << 18}),
-		wire.AppendAccept(nil, wire.Accept{Nonce: 1, PeerID: 254, MTU: 1200, MaxMessage: 1}),
+		fuzzAccept(wire.Accept{Nonce: 1, PeerID: 3, Secret: 0x8877665544332211, Token: tok}, Config{MaxMessageSize: 1 << 18}),
+		fuzzAccept(wire.Accept{Nonce: 1, PeerID: 254}, Config{MaxMessageSize: 1}),
+		fuzzAccept(wire.Accept{Nonce: 1, PeerID: 5, Secret: 7, Token: tok}, Config{MTU: MaxMTU, ReliableWindow: 1024, OrderedStreams: 8}),
 		wire.AppendReject(nil, wire.Reject{Nonce: 1, Reason: wire.RejectServerFull}),
 		sessionDatagram(secret, 100, []byte("hello")),
 		wire.AppendKeepAliveFrame(wire.AppendChannelHeader(wire.AppendSessionHeader(nil, wire.SessionHeader{}), wire.ChannelHeader{Seq: 7, Ack: 3, AckBits: 5}), wire.KeepAliveFrame{}),
 		wire.AppendDisconnectFrame(wire.AppendChannelHeader(wire.AppendSessionHeader(nil, wire.SessionHeader{}), wire.ChannelHeader{Seq: 8, NoAck: true}), wire.DisconnectFrame{Reason: wire.DisconnectClosed}),
 	}
 	return seeds
+}
+
+// fuzzAccept encodes a with the limits of a server configured with c.
+func fuzzAccept(a wire.Accept, c Config) []byte {
+	limitsOf(c).announce(&a)
+	return wire.AppendAccept(nil, a)
 }
 
 // FuzzEndpointDatagram feeds arbitrary datagrams to the packet dispatcher
@@ -109,8 +116,8 @@ func FuzzEndpointDatagram(f *testing.F) {
 // client mid-handshake as a Challenge, Accept or Reject from its server,
 // with the client's real nonce patched in when asked. The server must keep
 // no state and never reply with more bytes than it got; the client must
-// never hold a session with a peer id above 253 or limits outside the
-// channel's ranges.
+// never hold a session with a peer id above 253, limits outside the
+// channel's ranges, or limits other than the Accept announced.
 func FuzzHandshake(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		for k := range uint8(5) {
@@ -168,6 +175,13 @@ func FuzzHandshake(f *testing.F) {
 			c := p.Channel().Config()
 			if p.ID() > wire.MaxPeerID || c.MTU < MinMTU || c.MTU > MaxMTU || c.MaxMessageSize > MaxMessageSizeFor(c.MTU) {
 				t.Fatalf("client session with id %d, MTU %d, max message %d", p.ID(), c.MTU, c.MaxMessageSize)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatalf("client session with an invalid channel config: %v", err)
+			}
+			// A session exists only with the limits the Accept announced.
+			if a, _, err := wire.ParseAccept(b); err != nil || limitsOf(c) != limitsFromAccept(&a) {
+				t.Fatalf("client session with %v for an Accept announcing %v (%v)", limitsOf(c), limitsFromAccept(&a), err)
 			}
 		}
 		if err := cl.ep.Flush(n.now); err != nil && cl.ep.Err() == nil {

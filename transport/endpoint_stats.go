@@ -32,8 +32,9 @@ const (
 	// magic, reserved flags, a token without its flag, non-zero padding,
 	// a peer id above 253 (wire.ErrMalformed).
 	MalformedEncoding
-	// MalformedLimit: a well-formed handshake value beyond its limit or
-	// this side's (an Accept's MTU or max message; wire.ErrTooLarge).
+	// MalformedLimit: a well-formed handshake value beyond its limit (an
+	// Accept whose announced limits are out of the channel's ranges;
+	// wire.ErrTooLarge).
 	MalformedLimit
 	// MalformedSessionHeader: a session datagram shorter than its 9-byte
 	// header.
@@ -102,6 +103,11 @@ type EndpointStats struct {
 	// Client handshake.
 	HandshakeSends uint64 // ConnectRequest and ConnectResponse datagrams sent
 	StrayReplies   uint64 // replies from another address or for another nonce
+	// AcceptsRefused counts Accepts this client could not honour — its
+	// config sets a shared limit otherwise, or the server's limits leave a
+	// field of it out of range — and answered with a Disconnect
+	// (wire.DisconnectIncompatible) in the new session.
+	AcceptsRefused uint64
 
 	// Session datagrams dropped before they reach a channel (S-E2).
 	UnknownSource  uint64 // no session at the source address

@@ -18,11 +18,19 @@ import (
 //	                                 ◀──  Challenge (29 B) | Reject (10 B)
 //	ConnectResponse (64 B, cookie)   ──▶  rate limit; verify cookie: address
 //	                                      proven; admission; session state
-//	                                 ◀──  Accept (40 B) | Reject (10 B)
+//	                                 ◀──  Accept (53 B) | Reject (10 B)
+//	[Disconnect, incompatible]       ──▶  the session is freed at once
 //
 // Before the cookie verifies, every reply is smaller than the datagram that
 // caused it (replyUnproven enforces it), so the server cannot be used to
 // amplify traffic toward a spoofed source (S-E3).
+//
+// The Accept announces the channel limits both ends must share
+// (sharedLimits). A client that cannot honour them answers, instead of
+// using the session, with a session datagram holding one Disconnect frame
+// (wire.DisconnectIncompatible, or wire.DisconnectProtocolError for limits
+// no valid config has), sent DisconnectRepeats times at once (WIRE.md
+// §9.7).
 
 // ---- Server ----
 
@@ -202,16 +210,17 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 	e.h.OnResume(p)
 }
 
-// sendAccept encodes p's Accept (kept for re-sending) and sends it.
+// sendAccept encodes p's Accept (kept for re-sending) and sends it. The
+// limits it announces are those of p's channel: exactly what the server's
+// end of the session assumes.
 func (e *Endpoint) sendAccept(p *Peer) {
 	a := wire.Accept{
-		Nonce:      p.nonce,
-		PeerID:     p.id,
-		Secret:     binary.LittleEndian.Uint64(p.secret[:]),
-		Token:      p.token,
-		MTU:        uint16(e.cfg.Channel.MTU),
-		MaxMessage: uint32(e.cfg.Channel.MaxMessageSize),
+		Nonce:  p.nonce,
+		PeerID: p.id,
+		Secret: binary.LittleEndian.Uint64(p.secret[:]),
+		Token:  p.token,
 	}
+	limitsOf(p.ch.Config()).announce(&a)
 	wire.AppendAccept(p.accept[:0], a)
 	e.push(p.addr, append(e.buffer(), p.accept[:]...))
 	e.stats.Accepts++
@@ -376,7 +385,10 @@ func (e *Endpoint) onChallenge(now time.Duration, addr netip.AddrPort, b []byte)
 }
 
 // onAccept completes the handshake: a new session (OnConnect) or a resumed
-// one (OnResume).
+// one (OnResume). The client adopts the limits the Accept announces
+// (adoptLimits); one it cannot honour it refuses on the wire (refuseAccept)
+// and reports through Err: ErrIncompatible for a conflict with its own
+// config, ErrProtocol for limits no valid config has.
 func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 	if !e.fromServer(addr) {
 		return
@@ -392,47 +404,96 @@ func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 		return
 	}
 	d.phase = dialIdle
+	l := limitsFromAccept(&a)
 	if d.resume {
-		p := e.remote
-		if a.PeerID != p.id {
-			e.err = fmt.Errorf("%w: resume Accept for peer %d, session is peer %d", ErrProtocol, a.PeerID, p.id)
-			e.end(p, wire.DisconnectProtocolError)
-			return
-		}
-		if e.byAddr[p.addr] == p {
-			delete(e.byAddr, p.addr)
-		}
-		p.setSecret(a.Secret)
-		p.token, p.nonce, p.state, p.lastRx, p.remote = a.Token, a.Nonce, PeerConnected, now, false
-		e.byAddr[p.addr] = p
-		e.stats.Resumes++
-		e.h.OnResume(p)
+		e.onResumeAccept(now, &a, l)
 		return
 	}
-	ccfg := e.cfg.Channel
-	ccfg.MTU, ccfg.MaxMessageSize = int(a.MTU), int(a.MaxMessage)
-	if ccfg.MTU < MinMTU || ccfg.MTU > MaxMTU || ccfg.MaxMessageSize < 1 || ccfg.MaxMessageSize > MaxMessageSizeFor(ccfg.MTU) {
+	if err := l.check(); err != nil {
 		e.stats.Malformed[MalformedLimit]++
-		e.err = fmt.Errorf("%w: Accept with MTU %d, max message %d", ErrProtocol, a.MTU, a.MaxMessage)
+		e.refuseAccept(&a, wire.DisconnectProtocolError)
+		e.err = fmt.Errorf("%w: Accept announces limits no valid config has (%v): %w", ErrProtocol, l, err)
+		return
+	}
+	ccfg, err := adoptLimits(e.ownChannel, l)
+	if err != nil {
+		e.stats.AcceptsRefused++
+		e.refuseAccept(&a, wire.DisconnectIncompatible)
+		e.err = err
 		return
 	}
 	first, err := e.randUint64()
 	if err != nil {
+		e.refuseAccept(&a, wire.DisconnectUnspecified)
 		e.err = err
 		return
 	}
 	p := &Peer{ep: e, id: a.PeerID, addr: e.server, state: PeerConnected, token: a.Token, nonce: a.Nonce, lastRx: now}
 	p.setSecret(a.Secret)
 	ch, err := NewChannel(ccfg, (*peerEvents)(p), wire.Seq(first), a.Secret)
-	if err != nil {
-		e.err = fmt.Errorf("%w: the server's limits do not fit this client's channel config: %w", ErrProtocol, err)
+	if err != nil { // adoptLimits validated ccfg
+		e.stats.AcceptsRefused++
+		e.refuseAccept(&a, wire.DisconnectIncompatible)
+		e.err = fmt.Errorf("%w: %w", ErrIncompatible, err)
 		return
 	}
 	p.ch = ch
+	e.cfg.Channel = ccfg
 	e.remote = p
 	e.byAddr[p.addr] = p
 	e.stats.Connects++
 	e.h.OnConnect(p)
+}
+
+// onResumeAccept completes a resume: the session keeps its channel, which
+// must be what the server's Accept describes (the server resumed the
+// same session, so it announces the same limits). A mismatch ends the
+// session on both sides: the channel, re-keyed to the new secret, sends
+// the server a Disconnect with wire.DisconnectProtocolError.
+func (e *Endpoint) onResumeAccept(now time.Duration, a *wire.Accept, l sharedLimits) {
+	p := e.remote
+	var bad error
+	switch have := limitsOf(p.ch.Config()); {
+	case a.PeerID != p.id:
+		bad = fmt.Errorf("%w: resume Accept for peer %d, session is peer %d", ErrProtocol, a.PeerID, p.id)
+	case l != have:
+		bad = fmt.Errorf("%w: resume Accept announces %v; the session has %v", ErrProtocol, l, have)
+	}
+	if e.byAddr[p.addr] == p {
+		delete(e.byAddr, p.addr)
+	}
+	p.setSecret(a.Secret)
+	if bad != nil {
+		e.err = bad
+		for range e.cfg.DisconnectRepeats { // each Flush carries one copy
+			p.ch.Disconnect(wire.DisconnectProtocolError)
+			e.flushPeer(now, p)
+		}
+		e.end(p, wire.DisconnectProtocolError)
+		return
+	}
+	p.token, p.nonce, p.state, p.lastRx, p.remote = a.Token, a.Nonce, PeerConnected, now, false
+	e.byAddr[p.addr] = p
+	e.stats.Resumes++
+	e.h.OnResume(p)
+}
+
+// refuseAccept tells the server, inside the session a's Accept created,
+// that this client will not use it: a session datagram (a's secret, a
+// channel header with seq 0 and no ack — the client has sent nothing in
+// the session, so any seq is its first — and one Disconnect frame with
+// reason; WIRE.md §9.7), queued DisconnectRepeats times for the Poll that read the Accept
+// to write — at once, since an application whose Flush reports the error
+// may stop calling it. The server frees the session when the first copy
+// arrives; the rest are dropped there as duplicates or as strays. It
+// costs one send buffer per copy and no state.
+func (e *Endpoint) refuseAccept(a *wire.Accept, reason wire.DisconnectReason) {
+	for range e.cfg.DisconnectRepeats {
+		b := wire.AppendSessionHeader(e.buffer(), wire.SessionHeader{Secret: a.Secret})
+		b = wire.AppendChannelHeader(b, wire.ChannelHeader{Seq: 0, NoAck: true})
+		b = wire.AppendDisconnectFrame(b, wire.DisconnectFrame{Reason: reason})
+		e.push(e.server, b)
+	}
 }
 
 // onReject handles the server's refusal of the current handshake. A

@@ -377,7 +377,7 @@ func TestNoAmplification(t *testing.T) {
 	check(rawRequest(1), wire.KindChallenge)
 	check(rawResponse(1, wire.Cookie{}), wire.KindReject)
 	v2 := rawRequest(2)[:15]
-	v2[5] = 2 // version 2
+	v2[5] = 1 // version 1, before the Accept grew
 	check(v2, wire.KindReject)
 	v2r := rawResponse(2, wire.Cookie{})[:15]
 	v2r[5] = 9

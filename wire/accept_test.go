@@ -18,14 +18,23 @@ func randAccept(r *rand.Rand) Accept {
 		Token:      randToken(r),
 		MTU:        uint16(576 + r.IntN(1472-576+1)),
 		MaxMessage: uint32(r.IntN(MaxMessageLen + 1)),
+		// The wire takes every value of the limit fields; ranges are the
+		// transport's.
+		ReliableBytes:    r.Uint32(),
+		MaxPartial:       r.Uint32(),
+		ReliableWindow:   uint16(r.Uint32()),
+		SequencedStreams: uint16(r.Uint32()),
+		OrderedStreams:   uint8(r.Uint32()),
 	}
 }
 
 func acceptSamples() []Accept {
 	s := []Accept{
 		{},
-		{Nonce: 0x0807060504030201, PeerID: 3, Secret: 0x1122334455667788, Token: Token{0: 0xC0, 15: 0xCF}, MTU: 1200, MaxMessage: 262144},
-		{PeerID: MaxPeerID, MaxMessage: MaxMessageLen, MTU: 0xFFFF},
+		{Nonce: 0x0807060504030201, PeerID: 3, Secret: 0x1122334455667788, Token: Token{0: 0xC0, 15: 0xCF}, MTU: 1200, MaxMessage: 262144,
+			ReliableBytes: 1 << 20, MaxPartial: 8, ReliableWindow: 256, SequencedStreams: 4, OrderedStreams: 4},
+		{PeerID: MaxPeerID, MaxMessage: MaxMessageLen, MTU: 0xFFFF,
+			ReliableBytes: ^uint32(0), MaxPartial: ^uint32(0), ReliableWindow: 0xFFFF, SequencedStreams: 0xFFFF, OrderedStreams: 0xFF},
 	}
 	r := testRand(36)
 	for i := 0; i < 4; i++ {
@@ -42,7 +51,8 @@ func TestAccept(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		acceptCodec.roundTrip(t, randAccept(r))
 	}
-	want := "04 01 02 03 04 05 06 07 08 03 88 77 66 55 44 33 22 11 c0" + zeros(14) + " cf b0 04 00 00 04 00"
+	want := "04 01 02 03 04 05 06 07 08 03 88 77 66 55 44 33 22 11 c0" + zeros(14) + " cf b0 04 00 00 04 00" +
+		" 00 00 10 00 08 00 00 00 00 01 04 00 04"
 	if got := hexs(AppendAccept(nil, acceptSamples()[1])); got != want {
 		t.Fatalf("encoding\n%s\nwant\n%s", got, want)
 	}
@@ -65,7 +75,32 @@ func TestAcceptPeerID(t *testing.T) {
 		t.Fatal("provenance constants moved")
 	}
 	mustErr(t, "ParseAccept", ParseAccept, AppendAccept(nil, Accept{MaxMessage: MaxMessageLen + 1}), ErrTooLarge)
-	mustErr(t, "ParseAccept", ParseAccept, append([]byte{byte(KindReject)}, make([]byte, 39)...), ErrMalformed)
+	mustErr(t, "ParseAccept", ParseAccept, append([]byte{byte(KindReject)}, make([]byte, AcceptLen-1)...), ErrMalformed)
+}
+
+// TestAcceptLimitOffsets pins where each limit sits, so a field cannot
+// move without docs/WIRE.md §9.5 moving with it.
+func TestAcceptLimitOffsets(t *testing.T) {
+	b := AppendAccept(nil, Accept{MTU: 0x0102, MaxMessage: 0x030405, ReliableBytes: 0x06070809,
+		MaxPartial: 0x0A0B0C0D, ReliableWindow: 0x0E0F, SequencedStreams: 0x1011, OrderedStreams: 0x12})
+	for _, c := range []struct {
+		off  int
+		want []byte
+	}{
+		{34, []byte{0x02, 0x01}},
+		{36, []byte{0x05, 0x04, 0x03, 0x00}},
+		{40, []byte{0x09, 0x08, 0x07, 0x06}},
+		{44, []byte{0x0D, 0x0C, 0x0B, 0x0A}},
+		{48, []byte{0x0F, 0x0E}},
+		{50, []byte{0x11, 0x10}},
+		{52, []byte{0x12}},
+	} {
+		if got := b[c.off : c.off+len(c.want)]; string(got) != string(c.want) {
+			t.Fatalf("offset %d: % x, want % x", c.off, got, c.want)
+		}
+	}
+	// An Accept of the first protocol version (40 bytes) is short.
+	mustErr(t, "ParseAccept", ParseAccept, b[:40], ErrShort)
 }
 
 func seedsAccept() [][]byte { return encodeAll(acceptCodec, acceptSamples()) }

@@ -129,7 +129,7 @@ func TestNoAllocs(t *testing.T) {
 			_, _, _ = ParseConnectResponse(b)
 		}},
 		{"accept", func() {
-			b := AppendAccept(buf[:0], Accept{PeerID: 3, Secret: 4, MTU: 1200, MaxMessage: 1 << 18})
+			b := AppendAccept(buf[:0], Accept{PeerID: 3, Secret: 4, MTU: 1200, MaxMessage: 1 << 18, ReliableBytes: 1 << 20, MaxPartial: 8, ReliableWindow: 256, SequencedStreams: 4, OrderedStreams: 4})
 			_, _, _ = ParseAccept(b)
 		}},
 		{"reject", func() {

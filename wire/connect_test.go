@@ -69,8 +69,8 @@ func TestConnectRequest(t *testing.T) {
 	if got, _, err := ParseConnectRequest(b); err != nil || got.Token != (Token{}) || got.Resume {
 		t.Fatalf("token leaked without Resume: %+v %v", got, err)
 	}
-	want := "01 74 77 69 72 01 00 01 02 03 04 05 06 07 08 00" + zeros(48)
-	if got := hexs(AppendConnectRequest(nil, ConnectRequest{Version: 1, Nonce: 0x0807060504030201})); got != want {
+	want := "01 74 77 69 72 02 00 01 02 03 04 05 06 07 08 00" + zeros(48)
+	if got := hexs(AppendConnectRequest(nil, ConnectRequest{Version: ProtocolVersion, Nonce: 0x0807060504030201})); got != want {
 		t.Fatalf("encoding\n%s\nwant\n%s", got, want)
 	}
 }

@@ -11,7 +11,10 @@ const ProtocolMagic uint32 = 0x72697774
 // ProtocolVersion is the version of the formats in this package. A client
 // sends it in ConnectRequest and ConnectResponse; a server that parses
 // another version gets ErrVersion and answers RejectVersionMismatch.
-const ProtocolVersion uint16 = 1
+// Version 2: the Accept carries every limit both ends share (53 bytes,
+// was 40), so a client and a server of different versions are refused at
+// the handshake instead of meeting with mismatched limits.
+const ProtocolVersion uint16 = 2
 
 // TokenLen is the size of a session token.
 const TokenLen = 16
@@ -46,7 +49,7 @@ const (
 	ConnectRequestLen  = 64
 	ChallengeLen       = 29
 	ConnectResponseLen = 64
-	AcceptLen          = 40
+	AcceptLen          = 53
 	RejectLen          = 10
 )
 

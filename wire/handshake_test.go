@@ -57,14 +57,14 @@ func versionedPrefix(k PacketKind, version uint16, nonce uint64, size int) []byt
 // RejectVersionMismatch with the right nonce.
 func TestHelloVersion(t *testing.T) {
 	for _, size := range []int{helloPrefixLen, 40, 64, 200} {
-		b := versionedPrefix(KindConnectRequest, 2, 0x1122334455667788, size)
+		b := versionedPrefix(KindConnectRequest, 1, 0x1122334455667788, size) // the first version
 		r, n, err := ParseConnectRequest(b)
-		if err != ErrVersion || n != 0 || r.Version != 2 || r.Nonce != 0x1122334455667788 || r.Resume {
+		if err != ErrVersion || n != 0 || r.Version != 1 || r.Nonce != 0x1122334455667788 || r.Resume {
 			t.Fatalf("request size %d: %+v %d %v", size, r, n, err)
 		}
 		b[0] = byte(KindConnectResponse)
 		resp, n, err := ParseConnectResponse(b)
-		if err != ErrVersion || n != 0 || resp.Version != 2 || resp.Nonce != 0x1122334455667788 {
+		if err != ErrVersion || n != 0 || resp.Version != 1 || resp.Nonce != 0x1122334455667788 {
 			t.Fatalf("response size %d: %+v %d %v", size, resp, n, err)
 		}
 	}
