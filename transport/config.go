@@ -39,8 +39,12 @@ const (
 // Validate reports the first field out of range; copies are independent.
 type Config struct {
 	// MTU is the largest datagram sent, headers included. Both peers must
-	// use the same value (the handshake carries it). Default 1200 — safe
-	// on the open internet; range [576, 1472].
+	// use the same value: an Endpoint server announces it in its Accept and
+	// a client adopts it (as it does every limit marked "shared" here: the
+	// stream counts, ReliableWindow, ReliableBytes, MaxPartial and
+	// MaxMessageSize), so set them on the server; two bare Channels must be
+	// given the same values. Default 1200 — safe on the open internet;
+	// range [576, 1472].
 	MTU int
 
 	// Ack tunes the sequence bookkeeping (in-flight window, loss
@@ -49,25 +53,25 @@ type Config struct {
 
 	// OrderedStreams is the number of reliable-ordered streams, ids 1..N
 	// (id 0 is the reliable-unordered stream). A stalled stream never
-	// blocks another. Default 4; range [1, 255].
+	// blocks another. Shared. Default 4; range [1, 255].
 	OrderedStreams int
 
 	// SequencedStreams is the number of unreliable-sequenced streams, ids
-	// 0..N−1. Default 4; range [1, 256].
+	// 0..N−1. Shared. Default 4; range [1, 256].
 	SequencedStreams int
 
 	// ReliableWindow is the most messages a reliable stream holds unacked;
 	// a send beyond it fails with ErrQueueFull. The receiver buffers at most
-	// this many out-of-order messages per ordered stream. Default 256; a
-	// power of two in [16, 16384].
+	// this many out-of-order messages per ordered stream. Shared. Default
+	// 256; a power of two in [16, 16384].
 	ReliableWindow int
 
 	// ReliableBytes caps, per reliable stream, the bytes of the send window
 	// — every message from the oldest unacked to the newest, the acked ones
 	// between included (send side) — and the bytes buffered out of order
-	// (receive side). Both peers must use the same value: the sender's cap
-	// is what keeps the receiver's buffer from overflowing, and a message
-	// it dropped would be lost for good (its datagram was acked). Default
+	// (receive side). Shared: the sender's cap is what keeps the
+	// receiver's buffer from overflowing, and a message it dropped would
+	// be lost for good (its datagram was acked). Default
 	// 1 MiB, or one largest message if that is more; at least that.
 	ReliableBytes int
 
@@ -108,7 +112,7 @@ type Config struct {
 	// messages may be partly received at once; a new one beyond it evicts
 	// the oldest unreliable or sequenced one, else the oldest. Large
 	// reliable messages do not count: they are assembled in their stream's
-	// window, bounded by ReliableWindow and ReliableBytes. Default 8.
+	// window, bounded by ReliableWindow and ReliableBytes. Shared. Default 8.
 	MaxPartial int
 
 	// MaxDatagramsPerFlush caps the datagrams one Flush sends; what does not
@@ -137,7 +141,7 @@ type Config struct {
 
 	// MaxMessageSize is the largest message accepted by Send, after
 	// framing. It may not exceed what 255 fragments carry at this MTU
-	// (MaxMessageSizeFor), which is also the default.
+	// (MaxMessageSizeFor), which is also the default. Shared.
 	MaxMessageSize int
 }
 
