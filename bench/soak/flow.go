@@ -3,6 +3,7 @@ package soak
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,12 @@ type FlowResult struct {
 	Held      int `json:"held"`
 	HeldBytes int `json:"held_bytes"`
 	Pending   int `json:"pending"`
+	// MaxBuffered bounds how many of the missing messages the receiver
+	// may hold out of order behind a gap on an ordered stream (released by
+	// the sender, acked, not yet deliverable): the most of them, smallest
+	// first, whose bytes fit the receiver's ReliableBufferedIn. Missing −
+	// Held − MaxBuffered is then a floor on the messages released and lost.
+	MaxBuffered uint64 `json:"max_buffered"`
 	// Sender and Receiver are the two channels' full counters at the end;
 	// Link is the link's, sender to receiver.
 	Sender   transport.ChannelStats `json:"sender_stats"`
@@ -229,6 +236,7 @@ func (f *flow) result(n *simlink.Network) FlowResult {
 	for i, c := range f.sz.classes {
 		r.Classes[i].Class = c.Name
 	}
+	var behind []int // sizes of missing messages behind their stream's first gap
 	for _, sf := range f.streams {
 		c := sf.check
 		sr := StreamResult{
@@ -247,6 +255,9 @@ func (f *flow) result(n *simlink.Network) FlowResult {
 				class, bytes := f.sz.size(sf.key, seq)
 				sr.Classes[class].Missing++
 				sr.Missing++
+				if sf.ordered && sr.FirstMissing != nil {
+					behind = append(behind, bytes)
+				}
 				if sr.FirstMissing == nil {
 					sr.FirstMissing = &MissingMessage{Seq: seq, ID: sf.base.Add(int(seq % (1 << 16))), Bytes: bytes, Class: f.sz.classes[class].Name}
 				}
@@ -263,12 +274,22 @@ func (f *flow) result(n *simlink.Network) FlowResult {
 		r.Missing += sr.Missing
 		r.Streams = append(r.Streams, sr)
 	}
+	slices.Sort(behind)
+	room := r.Receiver.ReliableBufferedIn
+	for _, n := range behind {
+		if n > room {
+			break
+		}
+		room -= n
+		r.MaxBuffered++
+	}
 	return r
 }
 
 // judge records the flow's end-state violations in res: messages sent and
-// never delivered (per stream, per size class), and a sender that still
-// holds messages — after losing some silently, or after every one of them
+// never delivered (per stream, per size class); more of them than the
+// sender still holds (released undelivered: silent loss); and a sender
+// that still holds messages, with some missing or after every one of them
 // was delivered.
 func (r FlowResult) judge(res *PhaseResult) {
 	for _, s := range r.Streams {
@@ -286,13 +307,17 @@ func (r FlowResult) judge(res *PhaseResult) {
 			r.Name, s.Stream, s.Missing, s.Sent, strings.Join(by, ", "), m.Seq, m.ID, m.Bytes, m.Class)
 	}
 	sender := r.From[:1]
+	// A reliable message is held until acked and never given up, and an
+	// acked one was delivered or is buffered behind a gap: a missing one
+	// that is neither held nor buffered was released and lost.
+	if r.Missing > uint64(r.Held)+r.MaxBuffered {
+		res.violate("%s: %d messages never delivered; sender %s holds %d and receiver %s can buffer at most %d of them (%d B out of order): at least %d were released and lost (silent loss)",
+			r.Name, r.Missing, sender, r.Held, r.To[:1], r.MaxBuffered, r.Receiver.ReliableBufferedIn, r.Missing-uint64(r.Held)-r.MaxBuffered)
+	}
 	switch {
-	case r.Missing != 0 && r.Held == 0:
-		res.violate("%s: %d messages never delivered, yet sender %s holds none: released unacknowledged or acked undelivered (silent loss)",
-			r.Name, r.Missing, sender)
-	case r.Missing != 0:
-		res.violate("%s: %d messages never delivered; sender %s still holds %d reliable messages (%d B), %d datagrams pending (stranded or wedged)",
-			r.Name, r.Missing, sender, r.Held, r.HeldBytes, r.Pending)
+	case r.Missing != 0 && r.Held != 0:
+		res.violate("%s: sender %s still holds %d reliable messages (%d B), %d datagrams pending, with %d messages never delivered (stranded or wedged)",
+			r.Name, sender, r.Held, r.HeldBytes, r.Pending, r.Missing)
 	case r.Held != 0:
 		res.violate("%s: every message sent was delivered, yet sender %s still holds %d reliable messages (%d B), %d datagrams pending (never released)",
 			r.Name, sender, r.Held, r.HeldBytes, r.Pending)

@@ -80,8 +80,8 @@ func (p PhaseResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    receiver %s drops: malformed %d, duplicate datagrams %d, too old %d, bad stream %d, reliable duplicates %d, outside window %d, overflow %d, fragments refused %d; buffered %d behind gaps\n",
 			f.To[:1], rs.Malformed, rs.Duplicates, rs.TooOld, rs.BadStream, rs.ReliableDuplicates, rs.ReliableOutside, rs.ReliableOverflow, rs.FragmentsRefused, rs.ReliableBuffered)
 		fr := rs.Fragments
-		fmt.Fprintf(w, "      fragments: %d pieces, %d completed, %d expired, %d late, %d stale, %d duplicate; %d assemblies partly received at the end\n",
-			fr.Pieces, fr.Completed, fr.Expired, fr.LatePieces, fr.StalePieces, fr.DuplicatePieces, rs.PartialAssemblies)
+		fmt.Fprintf(w, "      fragments: %d pieces, %d completed, %d expired, %d late, %d stale, %d duplicate; at the end %d assemblies partly received, %d B buffered out of order (at most %d of the missing messages)\n",
+			fr.Pieces, fr.Completed, fr.Expired, fr.LatePieces, fr.StalePieces, fr.DuplicatePieces, rs.PartialAssemblies, rs.ReliableBufferedIn, f.MaxBuffered)
 	}
 	at := func(d time.Duration) string {
 		if d == 0 {

@@ -301,10 +301,9 @@ func TestSoakCancelled(t *testing.T) {
 	}
 }
 
-// The end-state verdicts name what went wrong: messages missing while the
-// sender holds nothing (silent loss), missing while it holds some
-// (stranded), and all delivered while it still holds some (never
-// released).
+// The end-state verdicts name what went wrong: more messages missing than
+// the sender holds (silent loss), missing while it holds some (stranded),
+// and all delivered while it still holds some (never released).
 func TestJudge(t *testing.T) {
 	missing := []StreamResult{{Stream: 2, Ordered: true, Sent: 10, Delivered: 7, Missing: 3,
 		FirstMissing: &MissingMessage{Seq: 4, ID: 4, Bytes: 9000, Class: "large"},
@@ -313,8 +312,9 @@ func TestJudge(t *testing.T) {
 		f    FlowResult
 		want []string
 	}{
-		{FlowResult{Name: "a→b", From: "a (60 Hz)", Missing: 3, Streams: missing}, []string{"stream 2: 3 of 10 sent never delivered (large 3 of 4); the first is #4 (id 4, 9000 B, large)", "silent loss"}},
+		{FlowResult{Name: "a→b", From: "a (60 Hz)", To: "b", Missing: 3, Streams: missing}, []string{"stream 2: 3 of 10 sent never delivered (large 3 of 4); the first is #4 (id 4, 9000 B, large)", "silent loss"}},
 		{FlowResult{Name: "a→b", From: "a (60 Hz)", Missing: 3, Held: 5, HeldBytes: 100, Streams: missing}, []string{"still holds 5 reliable messages (100 B)", "stranded"}},
+		{FlowResult{Name: "a→b", From: "a (60 Hz)", To: "b", Missing: 3, Held: 1, MaxBuffered: 1, Streams: missing}, []string{"holds 1 and receiver b can buffer at most 1", "at least 1 were released and lost", "stranded"}},
 		{FlowResult{Name: "b→a", From: "b (fast)", Held: 2, HeldBytes: 40, Pending: 1}, []string{"every message sent was delivered, yet sender b still holds 2", "never released"}},
 	} {
 		var p PhaseResult
