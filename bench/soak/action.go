@@ -191,8 +191,8 @@ func newActionStream(n *simlink.Network, seed uint64, tcfg transport.Config) (*a
 // step runs one tick: the server receives, simulates a frame (unless
 // winding down past the last) and flushes; then the client receives,
 // predicts up to its lead and flushes.
-func (a *actionStream) step(now time.Duration, tick uint64) error {
-	if err := a.se.receive(now, tick); err != nil {
+func (a *actionStream) step(now time.Duration) error {
+	if err := a.se.receive(now); err != nil {
 		return err
 	}
 	if !a.stops || a.frame < a.last+maxRewind {
@@ -204,10 +204,10 @@ func (a *actionStream) step(now time.Duration, tick uint64) error {
 	if err := a.slink.Flush(a.se.ch); err != nil {
 		return fmt.Errorf("soak: server link: %w", err)
 	}
-	if err := a.se.flush(now, tick); err != nil {
+	if err := a.se.flush(now); err != nil {
 		return err
 	}
-	if err := a.ce.receive(now, tick); err != nil {
+	if err := a.ce.receive(now); err != nil {
 		return err
 	}
 	target := min(a.frame+clientLead, a.last)
@@ -217,7 +217,7 @@ func (a *actionStream) step(now time.Duration, tick uint64) error {
 	if err := a.clink.Flush(a.ce.ch); err != nil {
 		return fmt.Errorf("soak: client link: %w", err)
 	}
-	return a.ce.flush(now, tick)
+	return a.ce.flush(now)
 }
 
 // stop makes the client's present frame the last: no input or prediction
@@ -280,11 +280,24 @@ func (a *actionStream) result() (ActionResult, []string) {
 		AgedOut: a.repl.Peer(clientPeer).AgedOut,
 	}
 	var bad []string
+	if !a.stops {
+		// The phase ended before every message arrived: the client never
+		// stopped predicting, so there is no last frame to compare.
+		r.Frames = a.frame
+		bad = append(bad, fmt.Sprintf("action stream: never wound down (the phase ended first); the client confirmed frame %d, the server is at frame %d", r.Confirmed, a.frame))
+		if r.Desyncs != 0 {
+			bad = append(bad, fmt.Sprintf("action stream: %d desyncs", r.Desyncs))
+		}
+		if r.AgedOut != 0 || a.clink.Receiver().NeedsResync() {
+			bad = append(bad, fmt.Sprintf("action stream: %d frames aged out unacknowledged", r.AgedOut))
+		}
+		return r, bad
+	}
 	ssum, final, sok := a.srv.Checksum(a.last)
 	csum, cok := a.cl.Checksum(a.last)
 	r.ServerSum, r.ClientSum = ssum, csum
 	switch {
-	case !a.stops || r.Confirmed != a.last:
+	case r.Confirmed != a.last:
 		bad = append(bad, fmt.Sprintf("action stream: client confirmed frame %d, want %d", r.Confirmed, a.last))
 	case !sok || !final || !cok:
 		bad = append(bad, fmt.Sprintf("action stream: checksum of frame %d not held (server %v final %v, client %v)", a.last, sok, final, cok))

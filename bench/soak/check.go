@@ -12,6 +12,7 @@ type Checker struct {
 	bits    []uint64
 	n       uint64
 	next    uint64 // ordered: the sequence number due next
+	low     uint64 // the lowest sequence number not yet delivered
 	high    uint64 // one past the highest sequence number delivered
 
 	// Delivered counts accepted deliveries (each sequence number once).
@@ -57,7 +58,29 @@ func (c *Checker) Deliver(seq uint64) error {
 		c.Reordered++
 	}
 	c.high = max(c.high, seq+1)
+	for c.low < c.n && c.bits[c.low/64]&(1<<(c.low%64)) != 0 {
+		c.low++
+	}
 	return nil
+}
+
+// Resolve returns the sequence number whose low 16 bits are id (a
+// message's wire id on its stream, counted from the stream's first
+// message) that lies nearest the lowest sequence number not yet
+// delivered: the sender holds at most a reliable window (≤ 16,384) of
+// messages past that one, so a genuine id resolves uniquely. It returns
+// false for an id that resolves below 0.
+func (c *Checker) Resolve(id uint16) (uint64, bool) {
+	d := int64(int16(id - uint16(c.low)))
+	if d < 0 && uint64(-d) > c.low {
+		return 0, false
+	}
+	return uint64(int64(c.low) + d), true
+}
+
+// Has reports whether message seq has been delivered.
+func (c *Checker) Has(seq uint64) bool {
+	return seq < c.n && c.bits[seq/64]&(1<<(seq%64)) != 0
 }
 
 // Missing returns how many of the first sent messages (0..sent−1) have not
@@ -71,6 +94,15 @@ func (c *Checker) Missing(sent uint64) uint64 {
 		}
 	}
 	return sent - got
+}
+
+// FirstMissing returns the lowest of the first sent messages not delivered,
+// or false if none is missing.
+func (c *Checker) FirstMissing(sent uint64) (uint64, bool) {
+	if c.low < min(sent, c.n) {
+		return c.low, true
+	}
+	return 0, false
 }
 
 // Violations returns the total of the violations counted.

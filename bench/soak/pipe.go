@@ -40,7 +40,7 @@ func (e *end) Commit(d []byte) {
 }
 
 // receive hands every datagram due to the channel.
-func (e *end) receive(now time.Duration, tick uint64) error {
+func (e *end) receive(now time.Duration) error {
 	for {
 		n, err := e.conn.TryReadBatch(e.in)
 		if err != nil {
@@ -62,7 +62,7 @@ func (e *end) receive(now time.Duration, tick uint64) error {
 }
 
 // flush packs what the channel has queued and writes it to the link.
-func (e *end) flush(now time.Duration, tick uint64) error {
+func (e *end) flush(now time.Duration) error {
 	e.ch.Flush(now, e)
 	if len(e.out) > 0 {
 		if _, err := e.conn.WriteBatch(e.out); err != nil {

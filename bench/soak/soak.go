@@ -1,59 +1,71 @@
-// Package soak is scenario S-I1, the long soak: a million reliable
-// messages over sim(500 ms, 100 ms, 25 %) with 25 % duplication and the
-// reordering its jitter causes, every one delivered exactly once (in order
-// on the ordered streams), while an action stream (a rollback server and
-// one client exchanging inputs, slices and checksums) runs alongside and
-// converges — with the heap and the goroutine count flat from the first
-// 10 % of the run to its end.
+// Package soak is scenario S-I1, the long soak: reliable messages of every
+// size — from 1 B, through RedundancyBytes, around one datagram, up to
+// 16 KiB of several fragment pieces — both ways over sim(500 ms, 100 ms,
+// 25 %) with 25 % duplication and the reordering its jitter causes, on the
+// unordered stream and every ordered stream, with one side flushing at
+// 60 Hz and the other every 1–2 ms. Every message must arrive exactly
+// once, in order on the ordered streams, byte for byte intact, and both
+// senders must end holding nothing. An action stream (a rollback server
+// and one client exchanging inputs, slices and checksums) runs alongside
+// and must converge. From the first 10 % of the run to its end the
+// goroutine count must not grow, nor the heap beyond a tolerance and what
+// the config lets the channels keep in reused buffers.
+//
+// The run is made of phases, each a fresh network and fresh channels with
+// one transport.Config. The first phase is the transport's defaults
+// (transport.Config{}, no tuning); a second, "tuned", widens the in-flight
+// and reliable windows for the 1.2 s round trip.
 //
 // Everything runs on the simulated network (transport/simlink) in virtual
-// time, on the caller's goroutine, deterministically from the seed: a
-// million messages take seconds of CPU, not hours.
+// time, on the caller's goroutine, deterministically from the seed.
 package soak
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"time"
 
 	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/transport"
+	"github.com/tickwire/tickwire/transport/fragment"
 	"github.com/tickwire/tickwire/transport/simlink"
-	"github.com/tickwire/tickwire/wire"
 )
 
 // Defaults applied by Config for zero-valued fields.
 const (
-	DefaultCount      = 1_000_000
+	DefaultCount      = 100_000
 	DefaultSeed       = 1
 	DefaultPerTick    = 64
 	DefaultMaxVirtual = 12 * time.Hour
 	DefaultMaxWall    = 30 * time.Minute
+	// DefaultStall ends a phase as wedged when no message has been
+	// delivered either way for this long (virtual time) while some are
+	// still missing: sixty round trips of the default link.
+	DefaultStall = 60 * time.Second
+	// DefaultDrain bounds, once every message is delivered, how long the
+	// senders may take to be acked and hold nothing, and the action
+	// stream to settle (virtual time).
+	DefaultDrain = 30 * time.Second
 	// DefaultHeapGrowth and DefaultHeapSlack are the memory tolerance: the
 	// last heap sample may exceed the first by at most
 	// DefaultHeapGrowth × first + DefaultHeapSlack (GC timing and size
-	// classes make a live heap wobble by a few per cent; a leak of one
-	// small object per message would be tens of MiB over a million).
+	// classes make a live heap wobble by a few per cent) plus what the
+	// config lets the channels keep in reused buffers (PhaseResult.Retain).
 	DefaultHeapGrowth = 0.20
 	DefaultHeapSlack  = 1 << 20
-	// Tick is the virtual time between two steps (60 Hz).
+	// Tick is the slow side's flush period (60 Hz), and the unit of
+	// Config.PerTick.
 	Tick = time.Second / 60
-	// maxViolations caps the violation messages kept (all are counted).
-	maxViolations = 16
-)
-
-// Streams: the messages go round on the reliable-unordered stream 0 and
-// the reliable-ordered streams 1 and 2.
-const numStreams = 3
-
-// payloadMin and payloadSpan size the messages: 8 bytes of sequence
-// number then a filler derived from it, 16 to 47 bytes in all.
-const (
-	payloadMin  = 16
-	payloadSpan = 32
+	// FastMin and FastMax bound the fast side's period between two
+	// wake-ups (receive, send, flush), drawn uniformly from the seed: an
+	// event loop that flushes on every wake-up.
+	FastMin = time.Millisecond
+	FastMax = 2 * time.Millisecond
+	// maxViolations caps the violation messages kept per phase (all are
+	// counted).
+	maxViolations = 24
 )
 
 // DefaultLink is S-I1's link, both ways: 500 ms delay, 100 ms jitter, 25 %
@@ -65,24 +77,66 @@ func DefaultLink() simlink.LinkConfig {
 	}
 }
 
+// Phase is one part of a soak run: a channel config that both channel
+// pairs (messages and action stream) use.
+type Phase struct {
+	// Name labels the phase in reports and selects it (PhaseByName).
+	Name string `json:"name"`
+	// About says what the config is.
+	About string `json:"about"`
+	// Channel is both pairs' transport config.
+	Channel transport.Config `json:"-"`
+}
+
+// DefaultPhases returns the phases a run makes by default, in order: the
+// transport's defaults, then the tuned config.
+func DefaultPhases() []Phase {
+	return []Phase{
+		{Name: "defaults", About: "transport.Config{}: every default, no tuning", Channel: transport.Config{}},
+		{Name: "tuned", About: "in-flight window 512, reliable window 2048: sized for the 1.2 s round trip", Channel: transport.Config{
+			Ack:            ackmap.Config{MaxInFlight: 512},
+			ReliableWindow: 2048,
+		}},
+	}
+}
+
+// PhaseByName returns the default phase called name.
+func PhaseByName(name string) (Phase, bool) {
+	for _, p := range DefaultPhases() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Phase{}, false
+}
+
 // Config configures a soak run. The zero value of every field means its
 // default.
 type Config struct {
-	// Count is how many reliable messages must be delivered, spread over
-	// the three streams. Default 1,000,000.
+	// Count is how many reliable messages each phase must deliver, half
+	// each way, spread over every reliable stream. Default 100,000.
 	Count uint64
-	// Seed seeds the simulated network and the client's inputs. Default 1.
+	// Seed seeds the simulated network, the message sizes, the fast
+	// side's cadence and the client's inputs. Default 1.
 	Seed uint64
 	// Link is the impairment, both ways, of both channel pairs. Default
 	// DefaultLink. Its MTU is raised to transport.MaxMTU when zero.
 	Link *simlink.LinkConfig
-	// PerTick is how many messages the sender offers per stream per tick;
-	// the stream's back-pressure (transport.ErrQueueFull) defers the rest
-	// to the next tick. Default 64.
+	// Phases are run in order. Default DefaultPhases: defaults first.
+	Phases []Phase
+	// PerTick is how many messages each side offers per stream per Tick of
+	// virtual time (whatever its cadence); the stream's back-pressure
+	// (transport.ErrQueueFull) defers the rest to the side's next wake-up.
+	// Default 64: more than the link carries, so the senders run saturated.
 	PerTick int
-	// MaxVirtual and MaxWall bound the run in simulated and in real time;
-	// a run that hits either fails as incomplete. Defaults 12 h and 30 min.
+	// MaxVirtual bounds each phase in simulated time, MaxWall the whole
+	// run in real time; a phase that hits either fails as incomplete (and
+	// a phase not started before MaxWall fails as not run). Defaults 12 h
+	// and 30 min.
 	MaxVirtual, MaxWall time.Duration
+	// Stall and Drain bound a phase's progress (see DefaultStall and
+	// DefaultDrain). Defaults 60 s and 30 s.
+	Stall, Drain time.Duration
 	// HeapGrowth and HeapSlack are the memory tolerance (see
 	// DefaultHeapGrowth). Defaults 0.20 and 1 MiB.
 	HeapGrowth float64
@@ -91,6 +145,9 @@ type Config struct {
 	// redeliverEvery, in tests, hands every n-th delivered message to the
 	// checker twice: a deliberately broken transport.
 	redeliverEvery uint64
+	// corruptEvery, in tests, flips a byte of every n-th delivered
+	// message before it is checked.
+	corruptEvery uint64
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +161,9 @@ func (c Config) withDefaults() Config {
 		l := DefaultLink()
 		c.Link = &l
 	}
+	if len(c.Phases) == 0 {
+		c.Phases = DefaultPhases()
+	}
 	if c.PerTick <= 0 {
 		c.PerTick = DefaultPerTick
 	}
@@ -112,6 +172,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWall <= 0 {
 		c.MaxWall = DefaultMaxWall
+	}
+	if c.Stall <= 0 {
+		c.Stall = DefaultStall
+	}
+	if c.Drain <= 0 {
+		c.Drain = DefaultDrain
 	}
 	if c.HeapGrowth <= 0 {
 		c.HeapGrowth = DefaultHeapGrowth
@@ -132,56 +198,63 @@ type Sample struct {
 	Goroutines int `json:"goroutines"`
 }
 
-// StreamResult is one reliable stream's outcome.
-type StreamResult struct {
-	Stream  uint8 `json:"stream"`
-	Ordered bool  `json:"ordered"`
-	// Sent and Delivered count distinct messages; Missing those sent and
-	// never delivered.
-	Sent      uint64 `json:"sent"`
-	Delivered uint64 `json:"delivered"`
-	Missing   uint64 `json:"missing"`
-	// Duplicates, OutOfOrder and OutOfRange are violations (Checker).
-	Duplicates uint64 `json:"duplicates"`
-	OutOfOrder uint64 `json:"out_of_order"`
-	OutOfRange uint64 `json:"out_of_range"`
-	// Reordered counts deliveries behind the newest on the unordered stream.
-	Reordered uint64 `json:"reordered"`
+// Result is a soak run's outcome. OK is the verdict: every phase passed.
+type Result struct {
+	Count  uint64        `json:"count"`
+	Seed   uint64        `json:"seed"`
+	Link   string        `json:"link"`
+	Phases []PhaseResult `json:"phases"`
+	// Wall is the whole run's real time.
+	Wall time.Duration `json:"wall_ns"`
+	// Violations is the total over the phases.
+	Violations uint64 `json:"violations"`
+	// OK is true when nothing was violated in any phase.
+	OK bool `json:"ok"`
 }
 
-// Result is a soak run's outcome. OK is the verdict: no violation.
-type Result struct {
-	Count   uint64                   `json:"count"`
-	Seed    uint64                   `json:"seed"`
-	Link    string                   `json:"link"`
-	Streams [numStreams]StreamResult `json:"streams"`
-	// Delivered is the total of the streams' deliveries.
+// PhaseResult is one phase's outcome.
+type PhaseResult struct {
+	Name  string `json:"name"`
+	About string `json:"about"`
+	// The channel limits that shape the size classes and the pacing.
+	MTU              int `json:"mtu"`
+	RedundancyBytes  int `json:"redundancy_bytes"`
+	MaxSinglePayload int `json:"max_single_payload"`
+	MaxInFlight      int `json:"max_in_flight"`
+	ReliableWindow   int `json:"reliable_window"`
+	MaxPartial       int `json:"max_partial"`
+	// Classes are the size classes, in the order of every per-class list.
+	Classes []SizeClass `json:"classes"`
+	// Flows are the two directions: a→b (a flushes at 60 Hz) and b→a
+	// (b flushes every 1–2 ms).
+	Flows [2]FlowResult `json:"flows"`
+	// Delivered is the total of the flows' deliveries.
 	Delivered uint64 `json:"delivered"`
-	// Ticks, Virtual and Wall are the run's length in steps, simulated
-	// time and real time.
-	Ticks   uint64        `json:"ticks"`
-	Virtual time.Duration `json:"virtual_ns"`
-	Wall    time.Duration `json:"wall_ns"`
-	// QueueFull counts sends refused by back-pressure (and retried).
-	QueueFull uint64 `json:"queue_full"`
-	// Datagram figures for the message pair, both ways: sent, duplicated
-	// and lost by the link; duplicate datagrams the receiver dropped;
-	// reliable messages received again (redundant copies, re-sends and
-	// duplicated datagrams, all discarded); ordered messages buffered
-	// behind a gap (reordering absorbed); reliable re-sends.
-	Datagrams          uint64 `json:"datagrams"`
-	LinkDuplicated     uint64 `json:"link_duplicated"`
-	LinkLost           uint64 `json:"link_lost"`
-	DuplicateDatagrams uint64 `json:"duplicate_datagrams"`
-	ReliableDuplicates uint64 `json:"reliable_duplicates"`
-	ReliableBuffered   uint64 `json:"reliable_buffered"`
-	ReliableResent     uint64 `json:"reliable_resent"`
+	// Wakes counts both sides' wake-ups; Virtual and Wall are the phase's
+	// length in simulated and real time. AllDeliveredAt is the virtual time
+	// the last message arrived (0 if some never did); SettledAt when both
+	// senders held nothing and the action stream had settled (0 if never).
+	Wakes          uint64        `json:"wakes"`
+	Virtual        time.Duration `json:"virtual_ns"`
+	Wall           time.Duration `json:"wall_ns"`
+	AllDeliveredAt time.Duration `json:"all_delivered_at_ns"`
+	SettledAt      time.Duration `json:"settled_at_ns"`
+	// Incomplete says which bound ended the phase early, if one did.
+	Incomplete string `json:"incomplete,omitempty"`
 	// Action is the action stream's outcome.
 	Action ActionResult `json:"action"`
-	// First and Last are the samples at 10 % and at 100 % of Count;
-	// HeapLimit is the most Last.HeapInuse may be.
+	// First and Last are the samples at 10 % and at 100 % of Count.
+	// Retain is the most the message pair's two channels may keep in
+	// buffers they reuse, by their config: a reliable message's copy keeps
+	// its capacity in its window slot on the sender, and an out-of-order
+	// one in the ordered stream's slot on the receiver, so every slot of
+	// every window on both sides may come to hold a largest-message
+	// buffer; plus the reassembly buffers. HeapLimit is the most
+	// Last.HeapInuse may be: First plus the tolerance plus Retain. A leak
+	// shows once it outgrows Retain — in a long run.
 	First     Sample `json:"first"`
 	Last      Sample `json:"last"`
+	Retain    uint64 `json:"retain"`
 	HeapLimit uint64 `json:"heap_limit"`
 	// Violations counts every violation; ViolationList keeps the first
 	// few, described.
@@ -191,95 +264,10 @@ type Result struct {
 	OK bool `json:"ok"`
 }
 
-func (r *Result) violate(format string, args ...any) {
+func (r *PhaseResult) violate(format string, args ...any) {
 	r.Violations++
 	if len(r.ViolationList) < maxViolations {
 		r.ViolationList = append(r.ViolationList, fmt.Sprintf(format, args...))
-	}
-}
-
-// sender is the message pair's sending side: it receives nothing but
-// acks, so any message it is handed is a violation.
-type sender struct{ res *Result }
-
-func (s *sender) OnMessage(m transport.Message) {
-	s.res.violate("sender received a %v message on stream %d", m.Delivery, m.Stream)
-}
-func (s *sender) OnRecord(uint64, bool)              {}
-func (s *sender) OnDisconnect(wire.DisconnectReason) {}
-
-// receiver checks every delivery against its stream's Checker.
-type receiver struct {
-	res    *Result
-	checks [numStreams]*Checker
-	total  uint64
-	every  uint64 // Config.redeliverEvery
-	seen   uint64 // deliveries so far, for every
-}
-
-func (r *receiver) OnMessage(m transport.Message) {
-	if m.Delivery != transport.Reliable || int(m.Stream) >= numStreams {
-		r.res.violate("unexpected %v message on stream %d", m.Delivery, m.Stream)
-		return
-	}
-	seq, ok := parsePayload(m.Payload)
-	if !ok {
-		r.res.violate("stream %d: corrupt message of %d bytes", m.Stream, len(m.Payload))
-		return
-	}
-	r.check(m.Stream, seq)
-	r.seen++
-	if r.every != 0 && r.seen%r.every == 0 {
-		r.check(m.Stream, seq)
-	}
-}
-
-func (r *receiver) check(s uint8, seq uint64) {
-	if err := r.checks[s].Deliver(seq); err != nil {
-		r.res.violate("stream %d: %v", s, err)
-		return
-	}
-	r.total++
-}
-
-func (r *receiver) OnRecord(uint64, bool)              {}
-func (r *receiver) OnDisconnect(wire.DisconnectReason) {}
-
-// appendPayload appends message seq: its number, then a filler derived
-// from it, 16 to 47 bytes in all.
-func appendPayload(dst []byte, seq uint64) []byte {
-	dst = binary.LittleEndian.AppendUint64(dst, seq)
-	n := payloadMin + int(seq%payloadSpan) - 8
-	for i := range n {
-		dst = append(dst, byte(seq*31+uint64(i)*7))
-	}
-	return dst
-}
-
-// parsePayload returns the message's sequence number, or false if the
-// payload is not exactly what appendPayload made for it.
-func parsePayload(p []byte) (uint64, bool) {
-	if len(p) < 8 {
-		return 0, false
-	}
-	seq := binary.LittleEndian.Uint64(p)
-	if len(p) != payloadMin+int(seq%payloadSpan) {
-		return 0, false
-	}
-	for i, b := range p[8:] {
-		if b != byte(seq*31+uint64(i)*7) {
-			return 0, false
-		}
-	}
-	return seq, true
-}
-
-// channelConfig is both pairs' channel config: an in-flight window and a
-// reliable window sized for a 1.2 s round trip.
-func channelConfig() transport.Config {
-	return transport.Config{
-		Ack:            ackmap.Config{MaxInFlight: 512},
-		ReliableWindow: 2048,
 	}
 }
 
@@ -291,10 +279,9 @@ func sample(progress float64) Sample {
 	return Sample{Progress: progress, HeapInuse: ms.HeapInuse, Goroutines: runtime.NumGoroutine()}
 }
 
-// Run runs the soak until Count messages are delivered and the action
-// stream has settled, or a bound is hit. The verdict is Result.OK, with
-// the violations listed; the error is for a run that could not be set up
-// or was cancelled through ctx.
+// Run runs every phase of the soak in order. The verdict is Result.OK,
+// with each phase's violations listed; the error is for a run that could
+// not be set up or was cancelled through ctx.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	link := *cfg.Link
@@ -305,133 +292,169 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Count: cfg.Count, Seed: cfg.Seed,
 		Link: fmt.Sprintf("sim(%v, %v, %g%%) dup %g%%", link.Delay, link.Jitter, link.Loss*100, link.Duplicate*100),
 	}
-	n := simlink.New(cfg.Seed)
-	if err := n.SetDefaultLink(link); err != nil {
-		return res, fmt.Errorf("soak: link: %w", err)
-	}
-
-	// The message pair: a sends, b checks.
-	recv := &receiver{res: &res, every: cfg.redeliverEvery}
-	var share [numStreams]uint64
-	for s := range numStreams {
-		share[s] = cfg.Count / numStreams
-		if uint64(s) < cfg.Count%numStreams {
-			share[s]++
+	start := time.Now()
+	for i, ph := range cfg.Phases {
+		var pr PhaseResult
+		if time.Since(start) >= cfg.MaxWall {
+			pr = PhaseResult{Name: ph.Name, About: ph.About}
+			pr.violate("phase not run: the wall-time bound %v was spent by the phases before it", cfg.MaxWall)
+		} else {
+			var err error
+			if pr, err = runPhase(ctx, cfg, link, i, ph, start); err != nil {
+				return res, fmt.Errorf("soak: phase %s: %w", ph.Name, err)
+			}
 		}
-		recv.checks[s] = NewChecker(share[s], s != 0)
+		pr.OK = pr.Violations == 0
+		res.Violations += pr.Violations
+		res.Phases = append(res.Phases, pr)
 	}
-	a, b, err := pair(n, 1, channelConfig(), &sender{res: &res}, recv)
+	res.Wall = time.Since(start)
+	res.OK = res.Violations == 0
+	return res, nil
+}
+
+// runPhase runs one phase on a fresh network. start is the run's start,
+// for the wall-time bound.
+func runPhase(ctx context.Context, cfg Config, link simlink.LinkConfig, index int, ph Phase, start time.Time) (PhaseResult, error) {
+	res := PhaseResult{Name: ph.Name, About: ph.About}
+	n := simlink.New(mix64(cfg.Seed + uint64(index)))
+	if err := n.SetDefaultLink(link); err != nil {
+		return res, fmt.Errorf("link: %w", err)
+	}
+	ha, hb := &inbox{res: &res, every: cfg.redeliverEvery, corrupt: cfg.corruptEvery}, &inbox{res: &res, every: cfg.redeliverEvery, corrupt: cfg.corruptEvery}
+	a, b, err := pair(n, 1, ph.Channel, ha, hb)
 	if err != nil {
 		return res, err
 	}
-	act, err := newActionStream(n, cfg.Seed, channelConfig())
+	ccfg := a.ch.Config()
+	res.MTU, res.RedundancyBytes = ccfg.MTU, ccfg.RedundancyBytes
+	res.MaxSinglePayload = a.ch.MaxSinglePayload(transport.Reliable)
+	res.MaxInFlight, res.ReliableWindow, res.MaxPartial = ccfg.Ack.MaxInFlight, ccfg.ReliableWindow, ccfg.MaxPartial
+	if res.MaxInFlight == 0 {
+		res.MaxInFlight = ackmap.DefaultMaxInFlight
+	}
+	res.Classes = sizeClasses(ccfg.RedundancyBytes, res.MaxSinglePayload)
+	for _, c := range res.Classes {
+		if c.Max > ccfg.MaxMessageSize {
+			return res, fmt.Errorf("size class %s reaches %d B, above MaxMessageSize %d", c.Name, c.Max, ccfg.MaxMessageSize)
+		}
+	}
+	slot := uint64(largeMax + 8) // a largest message's reliable frame
+	res.Retain = 2 * (uint64(2*ccfg.OrderedStreams+1)*uint64(ccfg.ReliableWindow)*slot +
+		uint64(ccfg.MaxPartial+1)*uint64(largeMax+fragment.PieceSize(ccfg.MTU)))
+	sz := newSizer(res.Classes)
+	streams := ccfg.OrderedStreams + 1
+	half := [2]uint64{cfg.Count - cfg.Count/2, cfg.Count / 2}
+	flows := [2]*flow{
+		newFlow(&res, 0, "a→b", a, b, sz, streams, half[0], cfg, index),
+		newFlow(&res, 1, "b→a", b, a, sz, streams, half[1], cfg, index),
+	}
+	// Each side's handler checks what the other side sends it.
+	ha.f, hb.f = flows[1], flows[0]
+	act, err := newActionStream(n, cfg.Seed+uint64(index), ph.Channel)
 	if err != nil {
-		return res, fmt.Errorf("soak: action stream: %w", err)
+		return res, fmt.Errorf("action stream: %w", err)
 	}
 
-	start := time.Now()
+	phaseStart := time.Now()
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(index)<<8|0xFA))
+	fastGap := func() time.Duration { return FastMin + time.Duration(rng.Int64N(int64(FastMax-FastMin)+1)) }
 	var (
-		now        time.Duration
-		tick       uint64
-		next       [numStreams]uint64
-		msg        = make([]byte, 0, payloadMin+payloadSpan)
-		firstAt    = max(cfg.Count/10, 1)
-		haveFirst  bool
-		haveLast   bool
-		incomplete string
+		now, aNext, bNext time.Duration
+		firstAt           = max(cfg.Count/10, 1)
+		haveFirst         bool
+		delivered         uint64
+		lastProgress      time.Duration
 	)
-	for {
-		tick++
-		now += Tick
+	bNext = fastGap()
+	for wake := uint64(0); ; wake++ {
+		now = min(aNext, bNext)
 		n.AdvanceTo(now)
-		if err := a.receive(now, tick); err != nil {
-			return res, err
-		}
-		if err := b.receive(now, tick); err != nil {
-			return res, err
-		}
-		for s := range numStreams {
-			for k := 0; k < cfg.PerTick && next[s] < share[s]; k++ {
-				msg = appendPayload(msg[:0], next[s])
-				if _, err := a.ch.SendReliable(uint8(s), msg); err != nil {
-					if errors.Is(err, transport.ErrQueueFull) {
-						res.QueueFull++
-						break
-					}
-					return res, fmt.Errorf("soak: send stream %d message %d: %w", s, next[s], err)
-				}
-				next[s]++
+		if now == aNext {
+			// a: the 60 Hz side, with the action stream's tick.
+			if err := a.receive(now); err != nil {
+				return res, err
 			}
+			if err := flows[0].offer(now); err != nil {
+				return res, err
+			}
+			if err := a.flush(now); err != nil {
+				return res, err
+			}
+			if err := act.step(now); err != nil {
+				return res, err
+			}
+			aNext += Tick
 		}
-		if err := a.flush(now, tick); err != nil {
-			return res, err
+		if now == bNext {
+			// b: the fast side, every 1–2 ms.
+			if err := b.receive(now); err != nil {
+				return res, err
+			}
+			if err := flows[1].offer(now); err != nil {
+				return res, err
+			}
+			if err := b.flush(now); err != nil {
+				return res, err
+			}
+			bNext += fastGap()
 		}
-		if err := b.flush(now, tick); err != nil {
-			return res, err
-		}
-		if err := act.step(now, tick); err != nil {
-			return res, err
-		}
+		res.Wakes++
 
-		if !haveFirst && recv.total >= firstAt {
-			res.First, haveFirst = sample(float64(recv.total)/float64(cfg.Count)), true
+		if d := flows[0].delivered() + flows[1].delivered(); d != delivered {
+			delivered, lastProgress = d, now
 		}
-		if !haveLast && recv.total >= cfg.Count {
-			res.Last, haveLast = sample(1), true
+		if !haveFirst && delivered >= firstAt {
+			res.First, haveFirst = sample(float64(delivered)/float64(cfg.Count)), true
+		}
+		if res.AllDeliveredAt == 0 && delivered >= cfg.Count {
+			res.AllDeliveredAt = now
+			res.Last = sample(1)
 			act.stop()
 		}
-		if haveLast && act.settled() {
+		if res.AllDeliveredAt != 0 {
+			if a.ch.Stats().ReliableHeld == 0 && b.ch.Stats().ReliableHeld == 0 && act.settled() {
+				res.SettledAt = now
+				break
+			}
+			if now-res.AllDeliveredAt >= cfg.Drain {
+				res.Incomplete = fmt.Sprintf("drain bound %v after the last delivery", cfg.Drain)
+				break
+			}
+		} else if now-lastProgress >= cfg.Stall {
+			res.Incomplete = fmt.Sprintf("stall bound: nothing delivered either way for %v", cfg.Stall)
 			break
 		}
 		if now >= cfg.MaxVirtual {
-			incomplete = fmt.Sprintf("virtual-time bound %v", cfg.MaxVirtual)
+			res.Incomplete = fmt.Sprintf("virtual-time bound %v", cfg.MaxVirtual)
 			break
 		}
-		if tick%256 == 0 {
+		if wake%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
 			if time.Since(start) >= cfg.MaxWall {
-				incomplete = fmt.Sprintf("wall-time bound %v", cfg.MaxWall)
+				res.Incomplete = fmt.Sprintf("wall-time bound %v", cfg.MaxWall)
 				break
 			}
 		}
 	}
-	res.Ticks, res.Virtual, res.Wall = tick, now, time.Since(start)
+	res.Virtual, res.Wall = now, time.Since(phaseStart)
 
-	// Exactly once, in order, nothing missing.
-	for s := range numStreams {
-		c := recv.checks[s]
-		sr := StreamResult{
-			Stream: uint8(s), Ordered: s != 0, Sent: next[s], Delivered: c.Delivered,
-			Missing: c.Missing(next[s]), Duplicates: c.Duplicates, OutOfOrder: c.OutOfOrder,
-			OutOfRange: c.OutOfRange, Reordered: c.Reordered,
-		}
-		res.Streams[s] = sr
-		res.Delivered += c.Delivered
-		if sr.Missing != 0 {
-			res.violate("stream %d: %d of %d messages sent never delivered", s, sr.Missing, sr.Sent)
-		}
+	// Every message exactly once, in order, intact; nothing held.
+	for i, f := range flows {
+		res.Flows[i] = f.result(n)
+		res.Delivered += res.Flows[i].Delivered
 	}
-	if incomplete != "" {
-		res.violate("incomplete: %d of %d messages delivered at the %s", res.Delivered, cfg.Count, incomplete)
+	for _, f := range res.Flows {
+		f.judge(&res)
 	}
-
-	// Link and channel figures.
-	sa, sb := a.ch.Stats(), b.ch.Stats()
-	ab, ba := n.LinkStats(a.conn.LocalAddr(), b.conn.LocalAddr()), n.LinkStats(b.conn.LocalAddr(), a.conn.LocalAddr())
-	res.Datagrams = ab.Sent + ba.Sent
-	res.LinkDuplicated = ab.Duplicated + ba.Duplicated
-	res.LinkLost = ab.Dropped() + ba.Dropped()
-	res.DuplicateDatagrams = sa.Duplicates + sb.Duplicates
-	res.ReliableDuplicates = sb.ReliableDuplicates
-	res.ReliableBuffered = sb.ReliableBuffered
-	res.ReliableResent = sa.ReliableResent
+	if res.Incomplete != "" {
+		res.violate("incomplete: %d of %d messages delivered (a→b %d of %d, b→a %d of %d) at %v virtual, ended by the %s",
+			res.Delivered, cfg.Count, res.Flows[0].Delivered, half[0], res.Flows[1].Delivered, half[1], res.Virtual.Round(time.Millisecond), res.Incomplete)
+	}
 	if a.foreign+b.foreign+act.se.foreign+act.ce.foreign != 0 {
 		res.violate("%d datagrams with a foreign session header", a.foreign+b.foreign+act.se.foreign+act.ce.foreign)
-	}
-	if sb.Malformed+sa.Malformed != 0 {
-		res.violate("%d malformed datagrams", sb.Malformed+sa.Malformed)
 	}
 
 	// The action stream converged.
@@ -442,8 +465,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	// Memory and goroutines flat.
-	if haveFirst && haveLast {
-		res.HeapLimit = res.First.HeapInuse + uint64(float64(res.First.HeapInuse)*cfg.HeapGrowth) + cfg.HeapSlack
+	if haveFirst && res.AllDeliveredAt != 0 {
+		res.HeapLimit = res.First.HeapInuse + uint64(float64(res.First.HeapInuse)*cfg.HeapGrowth) + cfg.HeapSlack + res.Retain
 		if res.Last.HeapInuse > res.HeapLimit {
 			res.violate("heap grew from %d to %d bytes (limit %d)", res.First.HeapInuse, res.Last.HeapInuse, res.HeapLimit)
 		}
@@ -451,6 +474,5 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.violate("goroutines grew from %d to %d", res.First.Goroutines, res.Last.Goroutines)
 		}
 	}
-	res.OK = res.Violations == 0
 	return res, nil
 }

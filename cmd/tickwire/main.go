@@ -71,7 +71,7 @@ func commands() []command {
 		{"server", "serve the echo profile for clients in other processes, until interrupted", runServer},
 		{"client", "run one echo row against a server in another process; exit 1 if it fails", runClient},
 		{"relay", "the bench's link conditioner between processes or machines", runRelay},
-		{"soak", "scenario S-I1: a million reliable messages and an action stream over a bad simulated link", runSoak},
+		{"soak", "scenario S-I1: reliable messages of 1 B to 16 KiB both ways over a bad simulated link, at the defaults, then tuned", runSoak},
 		{"help", "list the subcommands", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			usage(stdout)
 			return exitOK

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/bench"
+	"github.com/tickwire/tickwire/bench/soak"
 )
 
 // kind names the JSON type a schema field must have.
@@ -371,19 +372,38 @@ func TestReportJSONFile(t *testing.T) {
 	}
 }
 
-// The soak subcommand runs S-I1 end to end at a small count and prints a
-// passing JSON result.
+// The soak subcommand runs S-I1's phases, bounded to 10 s of simulated
+// time each, and prints its JSON result: the defaults phase first, every
+// size class and stream reported, and the exit status the verdict's
+// (whether the transport passes is bench/soak's TestSoakSmall). An
+// unknown phase is a usage error.
 func TestSoakQuickJSON(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"soak", "--count", "20000", "--json", "-"}, &stdout, &stderr); code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var res map[string]any
+	code := run(context.Background(), []string{"soak", "--count", "2000", "--max-virtual", "10s", "--json", "-"}, &stdout, &stderr)
+	var res soak.Result
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("soak --json - printed %q: %v", stdout.String(), err)
 	}
-	if res["ok"] != true || res["count"] != float64(20000) {
-		t.Fatalf("soak result ok=%v count=%v", res["ok"], res["count"])
+	if want := map[bool]int{true: exitOK, false: exitFailed}[res.OK]; code != want {
+		t.Fatalf("exit %d with ok=%v: %s", code, res.OK, stderr.String())
+	}
+	if res.Count != 2000 || len(res.Phases) != 2 || res.Phases[0].Name != "defaults" || res.Phases[1].Name != "tuned" {
+		t.Fatalf("count %d, %d phases", res.Count, len(res.Phases))
+	}
+	for _, p := range res.Phases {
+		for _, f := range p.Flows {
+			if len(f.Classes) != len(p.Classes) || len(p.Classes) < 6 || len(f.Streams) != 5 || f.Sent == 0 {
+				t.Fatalf("phase %s %s: %d classes of %d, %d streams, %d sent", p.Name, f.Name, len(f.Classes), len(p.Classes), len(f.Streams), f.Sent)
+			}
+		}
+		if p.OK != (p.Violations == 0) {
+			t.Fatalf("phase %s: ok %v with %d violations", p.Name, p.OK, p.Violations)
+		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"soak", "--phases", "defaults,bogus"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "bogus") {
+		t.Fatalf("unknown phase: exit %d, %q", code, stderr.String())
 	}
 }
 
