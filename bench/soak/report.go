@@ -72,8 +72,8 @@ func (p PhaseResult) WriteText(w io.Writer) {
 			}
 		}
 		ss, rs := f.Sender, f.Receiver
-		fmt.Fprintf(w, "    sender %s at the end: holds %d reliable messages (%d B), %d datagrams pending; %d datagrams sent, %d re-sends, %d redundant copies, %d fragments sent, %d fragment restarts\n",
-			f.From[:1], f.Held, f.HeldBytes, f.Pending, ss.DatagramsSent, ss.ReliableResent, ss.RedundantCopies, ss.FragmentsSent, ss.FragmentRestarts)
+		fmt.Fprintf(w, "    sender %s at the end: holds %d reliable messages (%d B), %d datagrams pending; %d datagrams sent, %d re-sends, %d redundant copies, %d fragments sent, %d stalls\n",
+			f.From[:1], f.Held, f.HeldBytes, f.Pending, ss.DatagramsSent, ss.ReliableResent, ss.RedundantCopies, ss.FragmentsSent, ss.Stalls)
 		fmt.Fprintf(w, "      loss verdicts: %d (reorder %d, window %d, evicted %d, timeout %d); link sent %d, lost %d, duplicated %d\n",
 			ss.Ack.Lost, ss.Ack.LostBy[ackmap.CauseReorder], ss.Ack.LostBy[ackmap.CauseWindow], ss.Ack.LostBy[ackmap.CauseEvicted], ss.Ack.LostBy[ackmap.CauseTimeout],
 			f.Link.Sent, f.Link.Dropped(), f.Link.Duplicated)
