@@ -90,25 +90,6 @@ type Sink interface {
 	Commit(datagram []byte)
 }
 
-// manifestCap is the most reliable messages (or pieces) one datagram
-// carries; the packer starts a new datagram when it is reached.
-const manifestCap = 48
-
-// manifestEntry names one reliable message (or one piece of one) that rode
-// in a datagram, so that datagram's verdict reaches it.
-type manifestEntry struct {
-	id     wire.Seq
-	stream uint8
-	piece  uint8 // for a piece: its index
-	frag   bool  // a piece of a large message, not a whole message
-}
-
-// manifest lists what reliable content one in-flight datagram carried.
-type manifest struct {
-	n       uint8
-	entries [manifestCap]manifestEntry
-}
-
 // queued is a message accepted by Send and waiting for the next Flush; its
 // frame encoding lives in Channel.outArena.
 type queued struct {
@@ -152,7 +133,7 @@ type Channel struct {
 	reliable  []*reliableSender
 	cursor    []wire.Seq // per reliable stream: where flushReliable looks next
 	fragNext  wire.Seq   // next fragment message id
-	manifests *ackmap.SeqBuffer[manifest]
+	manifests *manifestLog
 	closing   bool
 	closeWhy  wire.DisconnectReason
 
@@ -205,7 +186,7 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 		handler:   h,
 		secret:    secret,
 		tracker:   tr,
-		manifests: ackmap.NewSeqBuffer[manifest](tr.Config().MaxInFlight),
+		manifests: newManifestLog(tr.Config().MaxInFlight, first),
 		assembler: asm,
 		seqNext:   make([]wire.Seq, cfg.SequencedStreams),
 		seqRecv:   make([]sequencedReceiver, cfg.SequencedStreams),
@@ -794,10 +775,9 @@ func (c *Channel) finish() {
 	// the evicted datagram's messages must learn they need re-sending.
 	c.dispatch(evs)
 	evs = c.events[:0]
+	c.manifests.sent(seq)
 	if c.man.n > 0 {
-		m := c.manifests.Claim(seq) // copy only the entries in use
-		m.n = c.man.n
-		copy(m.entries[:m.n], c.man.entries[:m.n])
+		c.manifests.put(seq, c.man.entries[:c.man.n])
 	}
 	if c.sealAfter != ackmap.NoRecord && c.sealAfter == c.curRec {
 		evs = c.tracker.Seal(evs, c.sealAfter)
@@ -995,12 +975,13 @@ func (c *Channel) dispatch(evs []ackmap.Event) {
 		ev := &evs[i]
 		switch ev.Kind {
 		case ackmap.SeqAcked, ackmap.SeqLost:
-			m := c.manifests.Get(ev.Seq)
-			if m == nil {
+			off, n, ok := c.manifests.take(ev.Seq)
+			if !ok {
 				continue
 			}
 			acked := ev.Kind == ackmap.SeqAcked
-			for _, e := range m.entries[:m.n] {
+			for i := range n {
+				e := c.manifests.at(off, i)
 				rs := c.reliable[e.stream]
 				switch {
 				case e.frag && acked:
@@ -1013,7 +994,6 @@ func (c *Channel) dispatch(evs []ackmap.Event) {
 					rs.lostWhole(e.id)
 				}
 			}
-			c.manifests.Drop(ev.Seq)
 		case ackmap.RecordConfirmed:
 			c.handler.OnRecord(ev.Tag, true)
 		case ackmap.RecordAbandoned:
