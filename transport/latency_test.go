@@ -13,7 +13,7 @@ import (
 // latencies sends one reliable message of size bytes per 60 Hz tick for n
 // ticks from a to b over link and returns each message's delivery latency
 // (queue to delivery), sorted.
-func latencies(t *testing.T, seed uint64, cfg Config, link simlink.LinkConfig, size, n int, ca, cb cadence) []time.Duration {
+func latencies(t *testing.T, seed uint64, cfg Config, link simlink.LinkConfig, size, n int, ca, cb loop) []time.Duration {
 	t.Helper()
 	r := newCadencedRig(t, seed, cfg, link, ca, cb)
 	sentAt := make([]time.Duration, n)

@@ -16,32 +16,32 @@ import (
 
 // This file holds the regression tests of issue-sized reliability bugs:
 // each drives two bare Channels over the simulated link the way a user's
-// loop would — each side at its own cadence — and checks delivery AND
+// loop would — each side at its own loop — and checks delivery AND
 // release: every reliable message arrives once, in order, intact, and the
 // sender ends holding nothing.
 
-// cadence says when one side of a cadenced rig Flushes.
-type cadence struct {
+// loop says when one side of a cadenced rig Flushes.
+type loop struct {
 	name   string
 	period time.Duration // Flush every period (and receive on every 1 ms step)
 	wake   bool          // also Flush at once whenever a datagram arrived (an event loop)
 }
 
 var (
-	at60Hz    = cadence{name: "60Hz", period: tick60}
-	everyWake = cadence{name: "every-wake-up", period: 5 * time.Millisecond, wake: true}
-	every1ms  = cadence{name: "1ms", period: time.Millisecond}
+	at60Hz    = loop{name: "60Hz", period: tick60}
+	everyWake = loop{name: "every-wake-up", period: 5 * time.Millisecond, wake: true}
+	every1ms  = loop{name: "1ms", period: time.Millisecond}
 )
 
 // cadencedRig steps a rig in 1 ms of virtual time: each side receives what
-// arrived, then Flushes if its cadence says so.
+// arrived, then Flushes if its loop says so.
 type cadencedRig struct {
 	*rig
-	ca, cb       cadence
+	ca, cb       loop
 	nextA, nextB time.Duration
 }
 
-func newCadencedRig(t testing.TB, seed uint64, cfg Config, link simlink.LinkConfig, ca, cb cadence) *cadencedRig {
+func newCadencedRig(t testing.TB, seed uint64, cfg Config, link simlink.LinkConfig, ca, cb loop) *cadencedRig {
 	r := newRig(t, seed, cfg, link)
 	for _, e := range []*end{r.a, r.b} {
 		e.keep = true
@@ -49,7 +49,7 @@ func newCadencedRig(t testing.TB, seed uint64, cfg Config, link simlink.LinkConf
 	return &cadencedRig{rig: r, ca: ca, cb: cb}
 }
 
-func (r *cadencedRig) stepSide(e *end, c cadence, next *time.Duration) {
+func (r *cadencedRig) stepSide(e *end, c loop, next *time.Duration) {
 	before := e.ch.Stats().DatagramsReceived
 	e.receive(r.now, 0)
 	arrived := e.ch.Stats().DatagramsReceived != before
@@ -149,7 +149,7 @@ func sendAll(t *testing.T, r *cadencedRig, s uint8, msgs [][]byte, limit time.Du
 // flight; at 5 % loss only 39 arrived).
 func TestEvictedDatagramsStrandNothing(t *testing.T) {
 	for _, loss := range []float64{0, 0.05} {
-		for _, cads := range [][2]cadence{{at60Hz, at60Hz}, {everyWake, at60Hz}, {at60Hz, every1ms}} {
+		for _, cads := range [][2]loop{{at60Hz, at60Hz}, {everyWake, at60Hz}, {at60Hz, every1ms}} {
 			t.Run(fmt.Sprintf("loss%.0f%%/%s-%s", loss*100, cads[0].name, cads[1].name), func(t *testing.T) {
 				r := newCadencedRig(t, 1, Config{}, simlink.LinkConfig{Delay: 50 * time.Millisecond, Loss: loss}, cads[0], cads[1])
 				var msgs [][]byte
@@ -175,9 +175,9 @@ func TestEvictedDatagramsStrandNothing(t *testing.T) {
 func TestLargeMessageAnyCadence(t *testing.T) {
 	big := numbered(7, 200<<10)
 	small := numbered(8, 20)
-	wake1ms := cadence{name: "every-wake-up-1ms", period: time.Millisecond, wake: true}
+	wake1ms := loop{name: "every-wake-up-1ms", period: time.Millisecond, wake: true}
 	for _, loss := range []float64{0, 0.10} {
-		for _, cads := range [][2]cadence{{at60Hz, at60Hz}, {wake1ms, wake1ms}, {at60Hz, wake1ms}, {wake1ms, at60Hz}} {
+		for _, cads := range [][2]loop{{at60Hz, at60Hz}, {wake1ms, wake1ms}, {at60Hz, wake1ms}, {wake1ms, at60Hz}} {
 			t.Run(fmt.Sprintf("loss%.0f%%/%s-%s", loss*100, cads[0].name, cads[1].name), func(t *testing.T) {
 				// 2 Mbit/s: the map takes most of a second, several
 				// hundred Flushes of a fast loop.
@@ -220,11 +220,11 @@ func countReliable(e *end, s uint8) int {
 func TestRedundancyRespectsInFlightWindow(t *testing.T) {
 	cases := []struct {
 		oneWay time.Duration
-		loop   cadence
+		loop   loop
 	}{
-		{100 * time.Millisecond, cadence{name: "1ms", period: time.Millisecond}},
-		{100 * time.Millisecond, cadence{name: "2ms", period: 2 * time.Millisecond}},
-		{200 * time.Millisecond, cadence{name: "5ms", period: 5 * time.Millisecond}},
+		{100 * time.Millisecond, loop{name: "1ms", period: time.Millisecond}},
+		{100 * time.Millisecond, loop{name: "2ms", period: 2 * time.Millisecond}},
+		{200 * time.Millisecond, loop{name: "5ms", period: 5 * time.Millisecond}},
 		{600 * time.Millisecond, at60Hz},
 	}
 	for _, c := range cases {
@@ -264,7 +264,7 @@ func TestDeadPeerIsNotFlooded(t *testing.T) {
 // per tick on stream 0 and a single small message on stream 1: the small
 // one is delivered within a few ticks (on adabd8e, never in 10 s).
 func TestLargeStreamDoesNotStarveOthers(t *testing.T) {
-	for _, cads := range [][2]cadence{{at60Hz, at60Hz}, {everyWake, everyWake}} {
+	for _, cads := range [][2]loop{{at60Hz, at60Hz}, {everyWake, everyWake}} {
 		t.Run(cads[0].name, func(t *testing.T) {
 			link := simlink.LinkConfig{Delay: 50 * time.Millisecond, Bandwidth: 100_000, QueueLimit: 32 << 10}
 			// A small in-flight window: stream 0's pieces always have more
