@@ -268,7 +268,7 @@ func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 		return 0, ErrNoStream
 	}
 	if len(p) > c.cfg.MaxMessageSize {
-		return 0, ErrTooLarge
+		return 0, fmt.Errorf("%w: %d-byte message, MaxMessageSize %d", ErrTooLarge, len(p), c.cfg.MaxMessageSize)
 	}
 	rs := c.reliable[s]
 	f := wire.ReliableFrame{Stream: s, MessageID: rs.next, Payload: p}
@@ -290,7 +290,7 @@ func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 // copied.
 func (c *Channel) SendRecord(tag uint64, p []byte) error {
 	if len(p) > c.MaxRecordSize() {
-		return ErrTooLarge
+		return fmt.Errorf("%w: %d-byte record, MaxRecordSize %d", ErrTooLarge, len(p), c.MaxRecordSize())
 	}
 	if len(c.outRecs) >= c.cfg.RecordQueue {
 		return ErrQueueFull
@@ -306,11 +306,15 @@ func (c *Channel) Disconnect(reason wire.DisconnectReason) {
 	c.closing, c.closeWhy = true, reason
 }
 
+// checkQueued checks a payload of n bytes against MaxMessageSize and its
+// frame (n + framing) against the unreliable queue's byte cap. ErrQueueFull
+// is the bare sentinel: back-pressure is an ordinary, frequent answer, and
+// building an error with numbers for it would allocate on every refusal.
 func (c *Channel) checkQueued(n int) error {
 	if n > c.cfg.MaxMessageSize {
-		return ErrTooLarge
+		return fmt.Errorf("%w: %d-byte message, MaxMessageSize %d", ErrTooLarge, n, c.cfg.MaxMessageSize)
 	}
-	if c.outBytes+n > c.cfg.UnreliableBytes {
+	if c.outBytes+wire.FrameLen(wire.FrameSequenced, n) > c.cfg.UnreliableBytes {
 		return ErrQueueFull
 	}
 	return nil
