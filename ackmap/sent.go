@@ -196,15 +196,19 @@ const (
 const windowOff = AckWindow + 1
 
 // lostSeq remembers one loss verdict, so that an ack header that later
-// names the seq can be recognised as showing a spurious loss.
+// names the seq can be recognised as showing a spurious loss. The seq's
+// absolute index is kept apart, in SendTracker.lostAbs, so the walk of
+// every header over them touches one small array.
 type lostSeq struct {
-	abs      uint64        // the seq's absolute index (seqs handed out before it)
-	sentAt   time.Duration // when it was sent
-	cause    Cause
-	rules    uint8 // the rules (rulePacket, ruleTime, ruleWindow) that declared it
-	back     uint8 // how far behind the largest acked seq it was, capped at 255
-	revealed bool  // an ack already showed it arrived
+	sentAt time.Duration // when it was sent
+	cause  Cause
+	rules  uint8 // the rules (rulePacket, ruleTime, ruleWindow) that declared it
+	back   uint8 // how far behind the largest acked seq it was, capped at 255
 }
+
+// revealedAbs marks a remembered loss an ack already showed arrived: newer
+// than any ack, so the walk skips it without stopping.
+const revealedAbs = ^uint64(0)
 
 // record is one pending record in the slab.
 type record struct {
@@ -277,8 +281,9 @@ type SendTracker struct {
 	timeEighths int           // effective time threshold, in eighths of the RTT
 	adaptedAt   time.Duration // last raise or decay step
 	lost        [lostMemory]lostSeq
-	lostNext    int // index of the next entry to write
-	lostN       int // entries in use
+	lostAbs     [lostMemory]uint64 // each one's absolute index (seqs handed out before it), or revealedAbs
+	lostNext    int                // index of the next entry to write
+	lostN       int                // entries in use
 
 	records  []record
 	freeRecs []uint32 // slab indexes (not +1) ready for reuse
@@ -613,18 +618,21 @@ func (t *SendTracker) findSpurious(now time.Duration, ack wire.Seq, bits uint32)
 		return // ack names a seq before the first one handed out
 	}
 	ackAbs := t.absNext - 1 - dist
-	for i := 1; i <= t.lostN; i++ {
-		e := &t.lost[(t.lostNext-i)&(lostMemory-1)]
-		if e.abs > ackAbs {
-			continue // newer than this header's ack
+	named := uint64(bits)<<1 | 1 // bit d: the header says ack−d arrived
+	i := t.lostNext
+	for n := t.lostN; n > 0; n-- {
+		i = (i - 1) & (lostMemory - 1)
+		a := t.lostAbs[i]
+		if a > ackAbs {
+			continue // newer than this header's ack, or already revealed
 		}
-		d := ackAbs - e.abs
+		d := ackAbs - a
 		if d >= AckWindow {
 			break // this and every older entry are out of the header's reach
 		}
-		if !e.revealed && (d == 0 || bits&(1<<uint(d-1)) != 0) {
-			e.revealed = true
-			t.spurious(now, e)
+		if named>>d&1 != 0 {
+			t.lostAbs[i] = revealedAbs
+			t.spurious(now, &t.lost[i])
 		}
 	}
 }
@@ -728,8 +736,8 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 // remembering it for spurious-loss detection: behind is how far it was
 // behind the largest acked seq, rules which thresholds declared it.
 func (t *SendTracker) lose(dst []Event, seq wire.Seq, slot *sentSeq, cause Cause, behind int, rules uint8) []Event {
+	t.lostAbs[t.lostNext] = t.absNext - uint64(uint16(t.next-seq))
 	t.lost[t.lostNext] = lostSeq{
-		abs:    t.absNext - uint64(uint16(t.next-seq)),
 		sentAt: slot.sentAt,
 		cause:  cause,
 		rules:  rules,
