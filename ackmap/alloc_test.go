@@ -8,8 +8,9 @@ import (
 )
 
 // TestNoAllocs: the per-datagram paths — receive history, send (with and
-// without records, with eviction), ack, loss by ack bits and by time-out,
-// multi-seq records — allocate nothing once warm. (STYLE habit 1.)
+// without records, with eviction), skipped seqs, ack, loss by ack bits, by
+// the time threshold and by time-out, a spurious loss revealed, multi-seq
+// records — allocate nothing once warm. (STYLE habit 1.)
 func TestNoAllocs(t *testing.T) {
 	tr := newTracker(t, Config{}, 0)
 	evs := make([]Event, 0, 256)
@@ -76,6 +77,34 @@ func TestNoAllocs(t *testing.T) {
 			_, _, evs = tr.SendOne(evs[:0], now, 4)
 			evs = tr.Expire(evs[:0], now+10*time.Second)
 		}},
+		{"Skip between sends", func() {
+			now += time.Millisecond
+			var s wire.Seq
+			_, evs = tr.Send(evs[:0], now, NoRecord)
+			for range 5 {
+				s, evs = tr.Skip(evs)
+			}
+			evs, _ = tr.OnAck(evs[:0], now+time.Millisecond, s, 0xFFFFFFFF)
+		}},
+		{"spurious loss revealed", func() {
+			now += time.Millisecond
+			var a, b wire.Seq
+			a, evs = tr.Send(evs[:0], now, NoRecord)
+			for range 3 {
+				b, evs = tr.Send(evs, now, NoRecord)
+			}
+			evs, _ = tr.OnAck(evs[:0], now, b, 0b011) // a lost by reorder
+			evs, _ = tr.OnAck(evs[:0], now, b, 0b111) // a arrived after all
+			_ = a
+		}},
+		{"time threshold by Expire", func() {
+			now += time.Millisecond
+			var b wire.Seq
+			_, evs = tr.Send(evs[:0], now, NoRecord)
+			b, evs = tr.Send(evs, now, NoRecord)
+			evs, _ = tr.OnAck(evs[:0], now+time.Millisecond, b, 0)
+			evs = tr.Expire(evs[:0], now+time.Second) // the first is lost by the time threshold
+		}},
 	}
 	for _, c := range cases {
 		if n := testing.AllocsPerRun(1000, c.f); n != 0 {
@@ -84,5 +113,8 @@ func TestNoAllocs(t *testing.T) {
 	}
 	if tr.PendingCount() != 0 {
 		t.Fatalf("pending %d after the cases", tr.PendingCount())
+	}
+	if st := tr.Stats(); st.SpuriousLosses == 0 || st.LostBy[CauseReorderTime] == 0 || st.LostBy[CauseEvicted] == 0 || st.Skipped == 0 {
+		t.Fatalf("a case missed its path: %+v", st)
 	}
 }

@@ -26,8 +26,15 @@ const (
 	DefaultMaxRTO           = 2 * time.Second
 
 	// MaxInFlightLimit is the largest MaxInFlight: the span of unresolved
-	// seqs must stay well inside half the 16-bit seq space.
+	// seqs (see SpanLimit) must stay within half the 16-bit seq space.
 	MaxInFlightLimit = 16384
+	// MaxSpanLimit is the largest SpanLimit: half the 16-bit seq space, so
+	// every seq in the span compares unambiguously with every other.
+	MaxSpanLimit = MaxSeqBufferSize
+	// spanFactor is how many times MaxInFlight the span may cover before a
+	// send evicts: room for the skipped seqs of ack-only datagrams sent
+	// while data is in flight.
+	spanFactor = 4
 	// maxBackoff caps the exponential time-out back-off (2^6 = 64×).
 	maxBackoff = 64
 )
@@ -36,17 +43,26 @@ const (
 // field's comment gives its default and range. Call Validate (New does) to
 // check a config before use.
 type Config struct {
-	// MaxInFlight bounds the span of unresolved seqs, from the oldest
-	// unresolved to the newest sent. Sending beyond it evicts the oldest
-	// unresolved seq as lost. Default 64; range [1, 16384].
+	// MaxInFlight bounds the pending seqs: those handed out by Send (or
+	// SendOne) that have no verdict yet. A Send with MaxInFlight pending
+	// first evicts the oldest as lost. Seqs handed out by Skip are never
+	// pending and do not count; they only widen the span from the oldest
+	// pending seq to the newest handed out, which is bounded separately by
+	// the tracker's SpanLimit (4 × MaxInFlight rounded up to a power of
+	// two, at most 32768). Default 64; range [1, 16384].
 	MaxInFlight int
 
-	// ReorderThreshold declares a seq lost once an ack arrives for a seq at
-	// least this many newer while its own ack bit is clear (QUIC's packet
-	// threshold). Lower detects loss sooner; higher tolerates more
-	// reordering before a spurious loss. 33 disables it, leaving only the
-	// window age-out (a seq more than 32 behind an ack). Default 3; range
-	// [1, 33].
+	// ReorderThreshold is the starting and lowest packet threshold (QUIC's
+	// kPacketThreshold): a seq is declared lost once a seq at least this
+	// many newer has been acked while its own ack bit is clear. Lower
+	// detects loss sooner; higher tolerates more reordering. The tracker
+	// raises its effective threshold when an ack shows that a loss it
+	// declared this way was spurious — up to 33, and to 34 (the window
+	// age-out off too) after a spurious window loss — and lowers it one
+	// step at a time after a quiet spell (SendStats.ReorderThreshold is the
+	// current value). 33 starts with the packet threshold off, leaving the
+	// window age-out (a seq more than 32 behind an ack) and the time
+	// threshold (see SendTracker). Default 3; range [1, 33].
 	ReorderThreshold int
 
 	// InitialRTO is the time-out before any RTT sample. Default 1 s

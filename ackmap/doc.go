@@ -11,7 +11,13 @@
 //     or too old to judge.
 //   - SendTracker hands out seqs and turns incoming ack headers, the passage
 //     of time and in-flight pressure into verdicts: every seq sent resolves
-//     exactly once, acked or lost, and never changes its mind.
+//     exactly once, acked or lost, and never changes its mind. Loss is
+//     judged RACK-style, by a packet threshold and a time threshold behind
+//     the newest acked seq, both of which rise when a later ack shows a
+//     loss verdict was only reordering, and fall back slowly; a time-out
+//     resolves what no ack ever will. Ack-only datagrams take a seq with
+//     no verdict (Skip): they widen the span of seqs, bounded by SpanLimit,
+//     but not the MaxInFlight bound on pending ones.
 //
 // A send that went out as N datagrams (a fragmented message) is one pending
 // record owning N seqs. The receiver reassembles all-or-nothing, so the
@@ -21,7 +27,8 @@
 //
 // SeqBuffer is the generic ring underneath: indexed by seq & mask and tagged
 // with the seq, so a stale lookup after wrap misses. RTT is an RFC 6298
-// estimator with minimum, latest and jitter.
+// estimator with minimum, latest and jitter; SendTracker feeds it one
+// sample per seq acked.
 //
 // # Cost and ownership
 //

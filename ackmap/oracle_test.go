@@ -3,6 +3,7 @@ package ackmap
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -11,22 +12,43 @@ import (
 )
 
 // refTracker is a deliberately simple reference for SendTracker: absolute
-// (unwrapped) sequence numbers, maps instead of rings, records as pointers.
-// It states the verdict rules once more, plainly, so the property test can
-// compare every event SendTracker produces against it.
+// (unwrapped) sequence numbers, maps instead of rings, records as pointers,
+// a slice for the remembered losses. It states the verdict rules once
+// more, plainly — per seq, without SendTracker's prefix shortcuts — so the
+// property test can compare every event SendTracker produces against it.
 type refTracker struct {
 	cfg      Config
+	span     int      // SpanLimit
 	first    wire.Seq // seq of absolute number 0
 	next     int64
 	oldest   int64 // lowest absolute number that may still be unresolved
 	inflight map[int64]refSent
 	rtt      RTT
 	backoff  int
+
+	largest     int64 // newest absolute number acked by a header, -1 none
+	pkt         int   // effective packet threshold
+	eighths     int   // effective time threshold, eighths of max(SRTT, latest)
+	adaptedAt   time.Duration
+	lost        []refLost // the last 64 loss verdicts, oldest first
+	spurious    uint64
+	spuriousBy  [numCauses]uint64
+	evictByPend int // evictions because MaxInFlight seqs were pending
+	evictBySpan int // evictions because the span was full
 }
 
 type refSent struct {
 	at  time.Duration
 	rec *refRecord
+}
+
+type refLost struct {
+	abs                      int64
+	at                       time.Duration
+	cause                    Cause
+	packet, timeRule, window bool // which rules declared it
+	behind                   int64
+	revealed                 bool
 }
 
 type refRecord struct {
@@ -38,18 +60,39 @@ type refRecord struct {
 }
 
 func newRefTracker(cfg Config, first wire.Seq) *refTracker {
-	return &refTracker{cfg: cfg.withDefaults(), first: first, inflight: map[int64]refSent{}, backoff: 1}
+	cfg = cfg.withDefaults()
+	span := 1
+	for span < 4*cfg.MaxInFlight && span < 32768 {
+		span *= 2
+	}
+	return &refTracker{cfg: cfg, span: span, first: first, inflight: map[int64]refSent{}, backoff: 1,
+		largest: -1, pkt: cfg.ReorderThreshold, eighths: 9}
 }
 
 func (r *refTracker) seqOf(abs int64) wire.Seq { return r.first + wire.Seq(abs) }
 
+// spanNow is the number of seqs from the oldest pending one to the newest
+// handed out, or 0 with none pending.
+func (r *refTracker) spanNow() int {
+	if len(r.inflight) == 0 {
+		return 0
+	}
+	return int(r.next - r.lowest())
+}
+
+func (r *refTracker) room() int {
+	return min(r.cfg.MaxInFlight-len(r.inflight), r.span-r.spanNow())
+}
+
 func (r *refTracker) send(now time.Duration, rec *refRecord) (wire.Seq, []Event) {
 	var evs []Event
-	if len(r.inflight) > 0 {
-		low := r.lowest()
-		if r.next-low >= int64(r.cfg.MaxInFlight) {
-			evs = r.resolve(evs, low, false, CauseEvicted)
-		}
+	switch {
+	case len(r.inflight) >= r.cfg.MaxInFlight:
+		r.evictByPend++
+		evs = r.lose(evs, r.lowest(), CauseEvicted, 0, false, false, false)
+	case r.spanNow() >= r.span:
+		r.evictBySpan++
+		evs = r.lose(evs, r.lowest(), CauseEvicted, 0, false, false, false)
 	}
 	if rec != nil {
 		rec.unresolved++
@@ -63,16 +106,11 @@ func (r *refTracker) send(now time.Duration, rec *refRecord) (wire.Seq, []Event)
 
 func (r *refTracker) skip() (wire.Seq, []Event) {
 	var evs []Event
-	if len(r.inflight) > 0 {
-		low := r.lowest()
-		if r.next-low >= int64(r.cfg.MaxInFlight) {
-			evs = r.resolve(evs, low, false, CauseEvicted)
-		}
+	if r.spanNow() >= r.span {
+		r.evictBySpan++
+		evs = r.lose(evs, r.lowest(), CauseEvicted, 0, false, false, false)
 	}
 	r.next++
-	if len(r.inflight) == 0 {
-		r.oldest = r.next
-	}
 	return r.seqOf(r.next - 1), evs
 }
 
@@ -100,6 +138,31 @@ func (r *refTracker) seal(rec *refRecord) []Event {
 	return []Event{{Kind: RecordConfirmed, Tag: rec.tag, Seq: r.seqOf(rec.last), SentAt: rec.lastAt}}
 }
 
+// base is max(SRTT, latest RTT), or the initial RTO before any sample.
+func (r *refTracker) base() time.Duration {
+	if !r.rtt.HasSample() {
+		return r.cfg.InitialRTO
+	}
+	return max(r.rtt.Smoothed(), r.rtt.Latest())
+}
+
+func (r *refTracker) lossDelay() time.Duration {
+	return max(r.base()*time.Duration(r.eighths)/8, time.Millisecond)
+}
+
+// decay: after max(16 SRTT, 1 s) without a raise or a step, each raised
+// threshold steps one toward its base.
+func (r *refTracker) decay(now time.Duration) {
+	if r.pkt == r.cfg.ReorderThreshold && r.eighths == 9 {
+		return
+	}
+	if now-r.adaptedAt >= max(16*r.rtt.Smoothed(), time.Second) {
+		r.pkt = max(r.pkt-1, r.cfg.ReorderThreshold)
+		r.eighths = max(r.eighths-1, 9)
+		r.adaptedAt = now
+	}
+}
+
 func (r *refTracker) onAck(now time.Duration, ack wire.Seq, bits uint32) ([]Event, error) {
 	if r.next == 0 {
 		return nil, ErrAckUnsent
@@ -110,36 +173,77 @@ func (r *refTracker) onAck(now time.Duration, ack wire.Seq, bits uint32) ([]Even
 		return nil, ErrAckUnsent // that is, ack is ahead of the newest send
 	}
 	a := last - back
-	if s, ok := r.inflight[a]; ok {
-		r.rtt.Sample(now - s.at)
+	// Remembered losses the header names were spurious; newest first.
+	for i := len(r.lost) - 1; i >= 0; i-- {
+		e := &r.lost[i]
+		d := a - e.abs
+		if e.revealed || d < 0 || d > 32 || d > 0 && bits&(1<<(d-1)) == 0 {
+			continue
+		}
+		e.revealed = true
+		r.spurious++
+		r.spuriousBy[e.cause]++
+		if e.packet {
+			r.pkt = max(r.pkt, min(33, max(r.pkt+1, int(min(e.behind, 255))+1)))
+		}
+		if e.window {
+			r.pkt = 34 // past the ack window: no count declares a loss
+		}
+		if e.timeRule {
+			b := r.base()
+			need := int(math.Ceil(float64(8*(now-e.at))/float64(b))) + 1
+			r.eighths = min(16, max(r.eighths+1, need))
+		}
+		if e.packet || e.timeRule || e.window {
+			r.adaptedAt = now
+		}
+		r.rtt.Sample(now - e.at) // a valid RTT sample: the seq was never re-sent
 		r.backoff = 1
 	}
+	r.decay(now)
+	r.largest = max(r.largest, a)
+	delay := r.lossDelay()
 	var evs []Event
-	for abs := r.oldest; abs <= a; abs++ {
-		if !r.hasInflight(abs) {
+	for abs := r.oldest; abs <= max(a, r.largest); abs++ {
+		s, ok := r.inflight[abs]
+		if !ok {
 			continue
 		}
 		d := a - abs
+		behind := r.largest - abs
+		old := behind > 0 && now-s.at >= delay
 		switch {
-		case d == 0 || d <= 32 && bits&(1<<(d-1)) != 0:
+		case d == 0 || d > 0 && d <= 32 && bits&(1<<(d-1)) != 0:
+			r.rtt.Sample(now - s.at) // every newly acked seq is an RTT sample
+			r.backoff = 1
 			evs = r.resolve(evs, abs, true, CauseNone)
-		case d > 32:
-			evs = r.resolve(evs, abs, false, CauseWindow)
-		case d >= int64(r.cfg.ReorderThreshold):
-			evs = r.resolve(evs, abs, false, CauseReorder)
+		case behind > 32 && r.pkt <= 33:
+			evs = r.lose(evs, abs, CauseWindow, behind, false, false, true)
+		case behind >= int64(r.pkt) && behind <= 32:
+			evs = r.lose(evs, abs, CauseReorder, behind, true, old, false)
+		case old:
+			evs = r.lose(evs, abs, CauseReorderTime, behind, false, true, false)
 		}
 	}
 	return evs, nil
 }
 
 func (r *refTracker) expire(now time.Duration) []Event {
-	rto := r.cfg.InitialRTO
-	if r.rtt.HasSample() {
-		rto = r.rtt.Smoothed() + max(time.Millisecond, 4*r.rtt.Variance())
-	}
-	rto = min(max(rto, r.cfg.MinRTO), r.cfg.MaxRTO)
-	rto = min(rto*time.Duration(r.backoff), r.cfg.MaxRTO)
+	r.decay(now)
 	var evs []Event
+	delay := r.lossDelay()
+	for abs := r.oldest; abs < r.largest; abs++ {
+		s, ok := r.inflight[abs]
+		if !ok {
+			continue
+		}
+		if now-s.at < delay {
+			break
+		}
+		evs = r.lose(evs, abs, CauseReorderTime, r.largest-abs, false, true, false)
+	}
+	rto := refRTO(r)
+	timedOut := false
 	for abs := r.oldest; abs < r.next; abs++ {
 		s, ok := r.inflight[abs]
 		if !ok {
@@ -148,12 +252,21 @@ func (r *refTracker) expire(now time.Duration) []Event {
 		if now-s.at < rto {
 			break
 		}
-		evs = r.resolve(evs, abs, false, CauseTimeout)
+		evs = r.lose(evs, abs, CauseTimeout, 0, false, false, false)
+		timedOut = true
 	}
-	if len(evs) > 0 {
+	if timedOut {
 		r.backoff = min(r.backoff*2, 64)
 	}
 	return evs
+}
+
+func (r *refTracker) lose(evs []Event, abs int64, cause Cause, behind int64, packet, timeRule, window bool) []Event {
+	r.lost = append(r.lost, refLost{abs: abs, at: r.inflight[abs].at, cause: cause, packet: packet, timeRule: timeRule, window: window, behind: behind})
+	if len(r.lost) > 64 {
+		r.lost = r.lost[1:]
+	}
+	return r.resolve(evs, abs, false, cause)
 }
 
 func (r *refTracker) resolve(evs []Event, abs int64, acked bool, cause Cause) []Event {
@@ -266,11 +379,14 @@ func (l *ledger) apply(evs []Event) error {
 const propertyOps = 1_200_000
 
 // TestSendTrackerMatchesReference drives SendTracker and refTracker with the
-// same random operations — sends in single- and multi-seq records, ack
-// headers from a real RecvHistory through a lossy, duplicating, reordering
-// path, forged headers, time-outs and in-flight pressure, across many seq
-// wraps — and requires identical events after every operation. (S-B2, S-B3,
-// S-B5, S-B6 and S-C4 as a property.)
+// same random operations — sends in single- and multi-seq records, skipped
+// seqs (ack-only datagrams) interleaved with them, in phases from rare to
+// nine in ten, ack headers from a real RecvHistory through a lossy,
+// duplicating, reordering path, forged headers, time-outs, and eviction by
+// both bounds (MaxInFlight pending, SpanLimit span), across many seq wraps
+// — and requires identical events, span, room, RTO, spurious-loss counts
+// and adaptive thresholds after every operation. (S-B2, S-B3, S-B5, S-B6
+// and S-C4 as a property.)
 func TestSendTrackerMatchesReference(t *testing.T) {
 	configs := []Config{
 		{},
@@ -281,7 +397,13 @@ func TestSendTrackerMatchesReference(t *testing.T) {
 	perConfig := propertyOps / len(configs)
 	for ci, cfg := range configs {
 		t.Run(fmt.Sprintf("config%d", ci), func(t *testing.T) {
-			runProperty(t, cfg, uint64(ci+1), perConfig)
+			seed := testSeed(uint64(ci + 1))
+			defer func() {
+				if t.Failed() {
+					t.Logf("reproduce: %s", repro(t.Name(), seed))
+				}
+			}()
+			runProperty(t, cfg, seed, perConfig)
 		})
 	}
 }
@@ -317,6 +439,10 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 	loss, dup := 0.1, 0.05    // current path conditions; they change in phases
 	maxDelay := 30 * ms       //
 	quiet := false            // peer's acks are all lost while quiet
+	skipRate := 1.0 / 12      // fraction of sends that are ack-only (Skip)
+	step := 20                // time passes by up to step−1 ms at a time
+	var raised, decayed, timeRaised bool
+	prevStats := tr.Stats()
 	check := func(op string, got, want []Event) {
 		t.Helper()
 		if err := sameEvents(got, want); err != nil {
@@ -328,14 +454,25 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 		if tr.PendingCount() != len(ref.inflight) || tr.PendingCount() != len(led.pending) {
 			t.Fatalf("op %s: pending %d, reference %d, ledger %d", op, tr.PendingCount(), len(ref.inflight), len(led.pending))
 		}
+		if tr.Span() != ref.spanNow() || tr.InFlightRoom() != ref.room() || tr.Span() > tr.SpanLimit() || tr.PendingCount() > tr.Config().MaxInFlight {
+			t.Fatalf("op %s: span %d room %d (limit %d), reference span %d room %d", op, tr.Span(), tr.InFlightRoom(), tr.SpanLimit(), ref.spanNow(), ref.room())
+		}
 	}
 
 	for op := 0; op < ops; op++ {
-		if op%20000 == 0 { // a new phase of path conditions
+		if op%5000 == 0 { // a new phase of path conditions
 			loss = []float64{0, 0.02, 0.1, 0.3, 0.9}[rng.IntN(5)]
 			dup = []float64{0, 0.05, 0.3}[rng.IntN(3)]
 			maxDelay = time.Duration(rng.IntN(80)) * ms
 			quiet = rng.IntN(8) == 0
+			skipRate = []float64{1.0 / 12, 0.5, 0.9}[rng.IntN(3)]
+			step = 20
+			if rng.IntN(8) == 0 {
+				// A channel sending standalone acks at a fast cadence
+				// while its data waits for acks that do not come: the
+				// span fills while few seqs are pending.
+				quiet, skipRate, step = true, 0.97, 2
+			}
 		}
 		switch p := rng.IntN(100); {
 		case p < 45: // send
@@ -343,6 +480,17 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 			var rev []Event
 			tag := uint64(0)
 			switch {
+			case rng.Float64() < skipRate: // an ack-only datagram: a seq with no verdict
+				seq, evs = tr.Skip(evs[:0])
+				seq2, rev2 := ref.skip()
+				if seq != seq2 {
+					t.Fatalf("skip: seq %d, reference %d", seq, seq2)
+				}
+				check("skip", evs, rev2)
+				if rng.Float64() >= loss {
+					toPeer = append(toPeer, seqInFlight{at: now + time.Duration(rng.Int64N(int64(maxDelay)+1)), seq: seq})
+				}
+				continue
 			case openLeft > 0:
 				seq, evs = tr.Send(evs[:0], now, openID)
 				var seq2 wire.Seq
@@ -355,17 +503,6 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 			case rng.IntN(10) == 0:
 				seq, evs = tr.Send(evs[:0], now, NoRecord)
 				_, rev = ref.send(now, nil)
-			case rng.IntN(12) == 0: // an ack-only datagram: a seq with no verdict
-				seq, evs = tr.Skip(evs[:0])
-				seq2, rev2 := ref.skip()
-				if seq != seq2 {
-					t.Fatalf("skip: seq %d, reference %d", seq, seq2)
-				}
-				check("skip", evs, rev2)
-				if rng.Float64() >= loss {
-					toPeer = append(toPeer, seqInFlight{at: now + time.Duration(rng.Int64N(int64(maxDelay)+1)), seq: seq})
-				}
-				continue
 			case rng.IntN(6) == 0:
 				openTag, nextTag = nextTag, nextTag+1
 				openID = tr.Open(openTag)
@@ -442,7 +579,7 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 			}
 			check("forged", evs, rev)
 		case p < 92: // time passes
-			now += time.Duration(rng.IntN(20)) * ms
+			now += time.Duration(rng.IntN(step)) * ms
 		default:
 			evs = tr.Expire(evs[:0], now)
 			check("expire", evs, ref.expire(now))
@@ -450,6 +587,17 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 		if tr.RTO() != refRTO(ref) {
 			t.Fatalf("op %d: RTO %v, reference %v", op, tr.RTO(), refRTO(ref))
 		}
+		st := tr.Stats()
+		if st.ReorderThreshold != ref.pkt || st.TimeThreshold != float64(ref.eighths)/8 || st.LossDelay != ref.lossDelay() ||
+			st.SpuriousLosses != ref.spurious || st.SpuriousBy != ref.spuriousBy {
+			t.Fatalf("op %d at %v: thresholds %d / %v / %v, spurious %d %v; reference %d / %v / %v, spurious %d %v", op, now,
+				st.ReorderThreshold, st.TimeThreshold, st.LossDelay, st.SpuriousLosses, st.SpuriousBy,
+				ref.pkt, float64(ref.eighths)/8, ref.lossDelay(), ref.spurious, ref.spuriousBy)
+		}
+		raised = raised || st.ReorderThreshold > prevStats.ReorderThreshold
+		timeRaised = timeRaised || st.TimeThreshold > prevStats.TimeThreshold
+		decayed = decayed || st.ReorderThreshold < prevStats.ReorderThreshold || st.TimeThreshold < prevStats.TimeThreshold
+		prevStats = st
 	}
 
 	// Settle: finish any open record, then let time pass until every seq
@@ -479,17 +627,27 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 	if st.Sent != st.Acked+st.Lost || int(st.Sent) != led.seqEvents {
 		t.Fatalf("stats %+v, ledger saw %d seq verdicts", st, led.seqEvents)
 	}
-	if st.Sent < 65536 {
-		t.Fatalf("only %d seqs sent: the run never wrapped the seq space", st.Sent)
+	if st.Sent+st.Skipped < 2*65536 {
+		t.Fatalf("only %d seqs handed out: the run never wrapped the seq space twice", st.Sent+st.Skipped)
 	}
-	t.Logf("sent %d: acked %d, lost %v (by cause), records %d confirmed / %d abandoned, %d forged headers refused",
-		st.Sent, st.Acked, st.LostBy, st.RecordsConfirmed, st.RecordsAbandoned, st.AcksUnsent)
+	// The run must have exercised what it claims to: eviction by each
+	// bound, spurious losses, and thresholds that rose and fell back.
+	if ref.evictByPend == 0 || ref.evictBySpan == 0 {
+		t.Fatalf("evictions: %d by MaxInFlight, %d by span: a bound never exercised", ref.evictByPend, ref.evictBySpan)
+	}
+	if st.SpuriousLosses == 0 || !timeRaised || !decayed || (!raised && cfg.withDefaults().ReorderThreshold < AckWindow) {
+		t.Fatalf("adaptation not exercised: %d spurious, packet threshold raised %v, time threshold raised %v, decayed %v",
+			st.SpuriousLosses, raised, timeRaised, decayed)
+	}
+	t.Logf("sent %d, skipped %d: acked %d, lost %v (by cause), spurious %d %v, evicted %d by pending / %d by span, records %d confirmed / %d abandoned, %d forged headers refused",
+		st.Sent, st.Skipped, st.Acked, st.LostBy, st.SpuriousLosses, st.SpuriousBy, ref.evictByPend, ref.evictBySpan,
+		st.RecordsConfirmed, st.RecordsAbandoned, st.AcksUnsent)
 }
 
 func refRTO(r *refTracker) time.Duration {
 	rto := r.cfg.InitialRTO
 	if r.rtt.HasSample() {
-		rto = r.rtt.Smoothed() + max(time.Millisecond, 4*r.rtt.Variance())
+		rto = max(r.rtt.Smoothed()+max(time.Millisecond, 4*r.rtt.Variance()), r.lossDelay())
 	}
 	rto = min(max(rto, r.cfg.MinRTO), r.cfg.MaxRTO)
 	return min(rto*time.Duration(r.backoff), r.cfg.MaxRTO)

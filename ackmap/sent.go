@@ -46,17 +46,23 @@ type Cause uint8
 const (
 	// CauseNone: the event is not a loss.
 	CauseNone Cause = iota
-	// CauseReorder: an ack for a seq ReorderThreshold or more newer arrived
-	// with this seq's ack bit clear.
+	// CauseReorder: a seq at least the effective packet threshold newer
+	// (SendStats.ReorderThreshold) was acked while this seq's ack bit was
+	// clear.
 	CauseReorder
-	// CauseWindow: an ack arrived for a seq more than 32 newer, so this seq
-	// fell out of the ack window unacked.
+	// CauseWindow: a seq more than 32 newer was acked, so this seq fell out
+	// of the ack window unacked.
 	CauseWindow
-	// CauseEvicted: a send pushed the span of unresolved seqs past
-	// MaxInFlight and this was the oldest.
+	// CauseEvicted: a send found MaxInFlight seqs pending, or the span of
+	// seqs from the oldest pending one full (SpanLimit), and this was the
+	// oldest.
 	CauseEvicted
 	// CauseTimeout: no verdict arrived within the retransmission time-out.
 	CauseTimeout
+	// CauseReorderTime: a newer seq was acked and this one was sent more
+	// than the time threshold ago (SendStats.LossDelay) without being
+	// acked: RACK's and QUIC's time threshold.
+	CauseReorderTime
 
 	numCauses
 )
@@ -74,6 +80,8 @@ func (c Cause) String() string {
 		return "evicted"
 	case CauseTimeout:
 		return "timeout"
+	case CauseReorderTime:
+		return "reorder-time"
 	}
 	return "unknown"
 }
@@ -114,7 +122,8 @@ type Event struct {
 	Tag uint64
 }
 
-// SendStats are a SendTracker's counters. Reading them is a struct copy.
+// SendStats are a SendTracker's counters and its current loss-detection
+// thresholds. Reading them is a struct copy plus two multiplications.
 type SendStats struct {
 	Sent             uint64            // seqs sent
 	Acked            uint64            // seqs acked
@@ -124,8 +133,28 @@ type SendStats struct {
 	RecordsAbandoned uint64
 	Skipped          uint64  // seqs handed out by Skip (no verdict expected)
 	AcksUnsent       uint64  // ack headers refused with ErrAckUnsent
-	Timeouts         uint64  // Expire calls that declared at least one loss
+	Timeouts         uint64  // Expire calls that declared at least one loss by time-out
 	LossRate         float64 // exponentially weighted (gain 1/64) fraction of verdicts that were losses
+
+	// SpuriousLosses counts seqs declared lost that a later ack header
+	// showed had arrived (the ack itself or its ack bit), each once; the
+	// verdict stands. Only the last 64 losses are remembered, so a header
+	// delayed past 64 further losses goes uncounted. SpuriousBy splits it
+	// by the Cause of the loss verdict.
+	SpuriousLosses uint64
+	SpuriousBy     [numCauses]uint64
+	// ReorderThreshold is the effective packet threshold now, in
+	// [Config.ReorderThreshold, 34]: 33 means the packet threshold is off
+	// (window age-out only), 34 that the window age-out is off too (every
+	// loss behind an acked seq waits for the time threshold).
+	ReorderThreshold int
+	// TimeThreshold is the effective time-threshold multiplier now, in
+	// [9/8, 2]: a seq behind an acked one is lost once it was sent more
+	// than TimeThreshold × max(smoothed RTT, latest RTT) ago.
+	TimeThreshold float64
+	// LossDelay is that time threshold now, at least 1 ms (the initial RTO
+	// stands in for the RTT before the first sample).
+	LossDelay time.Duration
 }
 
 // sentSeq is what the ring holds per unresolved seq.
@@ -133,6 +162,53 @@ type sentSeq struct {
 	sentAt time.Duration
 	record uint32 // slab index+1, 0 for none
 }
+
+// Loss-detection constants (RFC 9002 §6.1, RFC 8985).
+const (
+	// lossGranularity is the smallest time threshold (kGranularity).
+	lossGranularity = time.Millisecond
+	// The time threshold is timeEighths/8 × max(SRTT, latest RTT):
+	// baseTimeEighths is QUIC's 9/8, maxTimeEighths caps the adaptation
+	// at 2× (RACK caps its reordering window at one SRTT).
+	baseTimeEighths = 9
+	maxTimeEighths  = 16
+	// adaptDecayRTTs and minAdaptDecay set how long the thresholds stay
+	// raised: after max(adaptDecayRTTs × SRTT, minAdaptDecay) with no
+	// spurious loss, each threshold steps one down toward its base.
+	adaptDecayRTTs = 16
+	minAdaptDecay  = time.Second
+	// lostMemory is how many recent loss verdicts are remembered for
+	// spurious-loss detection: more than one ack header can name.
+	lostMemory = 64
+)
+
+// Which loss rules fired for a remembered loss (lostSeq.rules): a spurious
+// loss raises the thresholds of the rules that declared it.
+const (
+	rulePacket uint8 = 1 << iota
+	ruleTime
+	ruleWindow
+)
+
+// windowOff is the effective packet threshold past the ack window: no
+// count of seqs declares a loss, not even the window age-out; every loss
+// behind an acked seq waits for the time threshold.
+const windowOff = AckWindow + 1
+
+// lostSeq remembers one loss verdict, so that an ack header that later
+// names the seq can be recognised as showing a spurious loss. The seq's
+// absolute index is kept apart, in SendTracker.lostAbs, so the walk of
+// every header over them touches one small array.
+type lostSeq struct {
+	sentAt time.Duration // when it was sent
+	cause  Cause
+	rules  uint8 // the rules (rulePacket, ruleTime, ruleWindow) that declared it
+	back   uint8 // how far behind the largest acked seq it was, capped at 255
+}
+
+// revealedAbs marks a remembered loss an ack already showed arrived: newer
+// than any ack, so the walk skips it without stopping.
+const revealedAbs = ^uint64(0)
 
 // record is one pending record in the slab.
 type record struct {
@@ -150,25 +226,64 @@ type record struct {
 // SendTracker is the sent side of a channel. It hands out seqs, remembers
 // when each was sent and which pending record it belongs to, and turns ack
 // headers, time and in-flight pressure into exactly one verdict per seq and
-// one per record. It also keeps the RTT estimate.
+// one per record. It also keeps the RTT estimate: every seq an ack header
+// newly acks is a sample (seqs are never re-sent, so each is unambiguous),
+// and so is a seq declared lost that a later header shows arrived.
 //
-// Loss is declared four ways: by the ack bits (a seq ReorderThreshold behind
-// an acked seq with its bit clear), by window age-out (more than 32 behind an
-// acked seq), by in-flight eviction (MaxInFlight), and by time-out (Expire),
+// Loss is declared five ways. Relative to the largest seq acked so far, a
+// pending seq behind it is lost once it is the effective packet threshold
+// behind it (CauseReorder, QUIC's packet threshold), more than 32 behind it
+// (CauseWindow: no later header can name it), or sent more than the time
+// threshold ago (CauseReorderTime, RACK's and QUIC's time threshold):
+// 9/8 × max(smoothed RTT, latest RTT), at least 1 ms, checked on every ack
+// header and on every Expire. On a lossy path that does not reorder, a loss
+// is thus declared about 1.125 round trips after its send, or sooner by the
+// packet threshold. A Send evicts the oldest pending seq when MaxInFlight
+// are pending or the span is full (CauseEvicted), and Expire declares lost
+// every pending seq older than the retransmission time-out (CauseTimeout),
 // so a quiet link strands nothing.
 //
-// Storage is a ring of MaxInFlight slots (rounded up to a power of two) and a
-// slab of records that grows only when more records are pending than ever
-// before; in steady state no method allocates. Events are appended to a
-// caller-supplied slice. Not safe for concurrent use: one goroutine owns a
-// channel's tracker.
+// Reordering is not loss. The last 64 loss verdicts are remembered, and an
+// ack header that names one of them shows a spurious loss
+// (SendStats.SpuriousLosses); the verdict stands, but the rule that
+// declared it adapts: the packet threshold rises past the distance the seq
+// was declared at (up to 33, the window age-out alone), a spurious window
+// loss — a header overtaken by a later one — turns the window age-out off
+// too (34: every loss waits for the time threshold), and the time threshold
+// rises to what that seq's round trip needed plus an eighth (up to 2×).
+// After a quiet spell of max(16 SRTT, 1 s) with no spurious loss, each
+// steps one down toward its base. Spurious time-outs adapt nothing but
+// their RTT sample.
+//
+// Storage is a ring of SpanLimit slots, a 64-entry ring of recent losses,
+// and a slab of records that grows only when more records are pending than
+// ever before; in steady state no method allocates. Events are appended to
+// a caller-supplied slice. Not safe for concurrent use: one goroutine owns
+// a channel's tracker.
 type SendTracker struct {
-	cfg     Config
-	ring    *SeqBuffer[sentSeq]
-	next    wire.Seq // seq the next Send uses
-	oldest  wire.Seq // oldest possibly-unresolved seq; == next when none is
-	pending int      // unresolved seqs
-	sentAny bool
+	cfg       Config
+	ring      *SeqBuffer[sentSeq]
+	spanLimit int      // ring size: the largest next − oldest
+	next      wire.Seq // seq the next Send uses
+	oldest    wire.Seq // oldest possibly-unresolved seq; == next when none is
+	absNext   uint64   // seqs handed out so far: the absolute index of next
+	pending   int      // unresolved seqs
+	sentAny   bool
+
+	// largest is the newest seq the peer has acked, while some pending seq
+	// may be older (hasLargest is cleared once oldest passes it, so it is
+	// never ambiguous against the span).
+	largest    wire.Seq
+	hasLargest bool
+
+	// Adaptive thresholds and the losses that may yet prove spurious.
+	pktThresh   int           // effective packet threshold, up to windowOff
+	timeEighths int           // effective time threshold, in eighths of the RTT
+	adaptedAt   time.Duration // last raise or decay step
+	lost        [lostMemory]lostSeq
+	lostAbs     [lostMemory]uint64 // each one's absolute index (seqs handed out before it), or revealedAbs
+	lostNext    int                // index of the next entry to write
+	lostN       int                // entries in use
 
 	records  []record
 	freeRecs []uint32 // slab indexes (not +1) ready for reuse
@@ -185,17 +300,39 @@ func NewSendTracker(cfg Config, first wire.Seq) (*SendTracker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	span := spanLimitFor(cfg.MaxInFlight)
 	return &SendTracker{
-		cfg:     cfg,
-		ring:    NewSeqBuffer[sentSeq](cfg.MaxInFlight),
-		next:    first,
-		oldest:  first,
-		backoff: 1,
+		cfg:         cfg,
+		ring:        NewSeqBuffer[sentSeq](span),
+		spanLimit:   span,
+		next:        first,
+		oldest:      first,
+		pktThresh:   cfg.ReorderThreshold,
+		timeEighths: baseTimeEighths,
+		backoff:     1,
 	}, nil
+}
+
+// spanLimitFor is spanFactor × maxInFlight rounded up to a power of two,
+// capped at MaxSpanLimit.
+func spanLimitFor(maxInFlight int) int {
+	n := 1
+	for n < spanFactor*maxInFlight && n < MaxSpanLimit {
+		n <<= 1
+	}
+	return n
 }
 
 // Config returns the tracker's config with defaults applied.
 func (t *SendTracker) Config() Config { return t.cfg }
+
+// SpanLimit returns the largest span the tracker keeps (see Span): a Send
+// or Skip that would widen it further first evicts the oldest pending seq.
+// It is 4 × MaxInFlight rounded up to a power of two, at most MaxSpanLimit
+// (32768), and fixed for the tracker's life. A ring indexed by seq
+// (NewSeqBuffer) with SpanLimit slots therefore holds every pending seq in
+// a slot of its own.
+func (t *SendTracker) SpanLimit() int { return t.spanLimit }
 
 // NextSeq returns the seq the next Send will use.
 func (t *SendTracker) NextSeq() wire.Seq { return t.next }
@@ -205,19 +342,40 @@ func (t *SendTracker) NextSeq() wire.Seq { return t.next }
 // grows is a leak.
 func (t *SendTracker) PendingCount() int { return t.pending }
 
+// Span returns how many seqs the span covers now: from the oldest pending
+// seq to the newest handed out, skipped seqs included (0 when none is
+// pending). It is at most SpanLimit.
+func (t *SendTracker) Span() int { return int(t.next - t.oldest) }
+
 // PendingRecords returns how many records are open or awaiting a verdict.
 func (t *SendTracker) PendingRecords() int { return len(t.records) - len(t.freeRecs) }
 
-// Stats returns a copy of the counters.
-func (t *SendTracker) Stats() SendStats { return t.stats }
+// Stats returns a copy of the counters, with the current thresholds.
+func (t *SendTracker) Stats() SendStats {
+	s := t.stats
+	s.ReorderThreshold = t.pktThresh
+	s.TimeThreshold = float64(t.timeEighths) / 8
+	s.LossDelay = t.lossDelay()
+	return s
+}
 
 // RTT returns the round-trip estimator. The pointer is owned by the tracker
 // and valid for its lifetime; read it from the tracker's goroutine.
 func (t *SendTracker) RTT() *RTT { return &t.rtt }
 
-// RTO returns the current time-out, including any back-off.
+// RTO returns the current retransmission time-out, including any back-off:
+// SRTT + max(1 ms, 4·RTTVAR) (RFC 6298), but never less than the time
+// threshold (SendStats.LossDelay) once there is an RTT sample — every
+// newly acked seq is a sample, so on a steady path RTTVAR alone would put
+// the time-out within a millisecond of the RTT, and one lost ack header
+// would time out a seq that arrived — clamped to [MinRTO, MaxRTO], times
+// the back-off, at most MaxRTO. Before the first sample it is InitialRTO.
 func (t *SendTracker) RTO() time.Duration {
-	return min(t.rtt.RTO(t.cfg.InitialRTO, t.cfg.MinRTO, t.cfg.MaxRTO)*time.Duration(t.backoff), t.cfg.MaxRTO)
+	rto := t.cfg.InitialRTO
+	if t.rtt.HasSample() {
+		rto = min(max(t.rtt.RTO(t.cfg.InitialRTO, t.cfg.MinRTO, t.cfg.MaxRTO), t.lossDelay()), t.cfg.MaxRTO)
+	}
+	return min(rto*time.Duration(t.backoff), t.cfg.MaxRTO)
 }
 
 // Open starts a pending record carrying the caller's tag (an action-stream
@@ -272,9 +430,10 @@ func (t *SendTracker) Seal(dst []Event, id RecordID) []Event {
 }
 
 // Send assigns the next seq to a datagram sent at now, belonging to record
-// id (NoRecord for none), and returns it. If the span of unresolved seqs is
-// full, the oldest is first evicted as lost and its events appended to dst.
-// now must not decrease from one call to the next. O(1), no allocation.
+// id (NoRecord for none), and returns it. If MaxInFlight seqs are pending,
+// or the span already covers SpanLimit seqs, the oldest pending seq is
+// first evicted as lost and its events appended to dst. now must not
+// decrease from one call to the next. O(1), no allocation.
 func (t *SendTracker) Send(dst []Event, now time.Duration, id RecordID) (wire.Seq, []Event) {
 	var ri uint32
 	if id != NoRecord {
@@ -292,47 +451,61 @@ func (t *SendTracker) Send(dst []Event, now time.Duration, id RecordID) (wire.Se
 }
 
 // sendSeq puts the next seq in flight for record slab index+1 ri (0 for
-// none), evicting the oldest unresolved seq first if the span is full.
+// none), evicting the oldest unresolved seq first if MaxInFlight are
+// pending or the span is full. One eviction always suffices: it lowers
+// both the pending count and the span by at least one.
 func (t *SendTracker) sendSeq(dst []Event, now time.Duration, ri uint32) []Event {
-	if int(t.next-t.oldest) >= t.cfg.MaxInFlight {
-		dst = t.resolve(dst, t.oldest, false, CauseEvicted)
-		t.advanceOldest()
+	if t.pending >= t.cfg.MaxInFlight || int(t.next-t.oldest) >= t.spanLimit {
+		dst = t.evictOldest(dst)
 	}
 	*t.ring.Insert(t.next) = sentSeq{sentAt: now, record: ri}
 	t.next++
+	t.absNext++
 	t.pending++
 	t.sentAny = true
 	t.stats.Sent++
 	return dst
 }
 
+// evictOldest declares the oldest pending seq lost by eviction.
+func (t *SendTracker) evictOldest(dst []Event) []Event {
+	dst = t.lose(dst, t.oldest, t.ring.Get(t.oldest), CauseEvicted, 0, 0)
+	t.advanceOldest()
+	return dst
+}
+
 // Skip assigns the next seq to a datagram that expects no verdict — an
 // ack-only datagram, which the peer does not ack (QUIC's non-ack-eliciting
 // packet) — and returns it. The seq is never pending and never reported; an
-// ack that names it is ignored. Like Send, it first evicts the oldest
-// unresolved seq if the span is full, since the span still covers skipped
-// seqs. O(1), no allocation.
+// ack that names it is ignored, except that it still shows the peer got a
+// datagram sent after every older seq, for the packet and time thresholds.
+// A skipped seq does not count toward MaxInFlight, only toward the span:
+// if the span already covers SpanLimit seqs, the oldest pending seq is
+// first evicted as lost and its events appended to dst. O(1), no
+// allocation.
 func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) {
-	if int(t.next-t.oldest) >= t.cfg.MaxInFlight {
-		dst = t.resolve(dst, t.oldest, false, CauseEvicted)
-		t.advanceOldest()
+	if int(t.next-t.oldest) >= t.spanLimit {
+		dst = t.evictOldest(dst)
 	}
 	seq := t.next
 	t.next++
+	t.absNext++
 	t.sentAny = true
 	t.stats.Skipped++
 	if t.pending == 0 {
-		t.oldest = t.next
+		t.advanceOldest()
 	}
 	return seq, dst
 }
 
-// InFlightRoom returns how many more seqs can be sent before the span of
-// unresolved seqs reaches MaxInFlight and a send evicts the oldest. A
+// InFlightRoom returns how many more seqs Send can hand out before one
+// evicts the oldest pending seq: the smaller of MaxInFlight less the
+// pending seqs and SpanLimit less the span. (Skip is bounded by the span
+// alone, so it may go on after this reaches 0 for want of pending room.) A
 // sender that must not lose its own data to eviction (the pieces of a
 // large message) paces itself by it.
 func (t *SendTracker) InFlightRoom() int {
-	return t.cfg.MaxInFlight - int(t.next-t.oldest)
+	return min(t.cfg.MaxInFlight-t.pending, t.spanLimit-int(t.next-t.oldest))
 }
 
 // SendOne is Open, Send and Seal for a datagram that is a record by itself.
@@ -346,45 +519,88 @@ func (t *SendTracker) SendOne(dst []Event, now time.Duration, tag uint64) (wire.
 	return seq, id, t.sendSeq(dst, now, uint32(id)&(1<<recordIndexBits-1))
 }
 
+// lossDelay is the time threshold: a seq sent before an acked one is lost
+// once it is this old.
+func (t *SendTracker) lossDelay() time.Duration {
+	return max(t.rttBase()*time.Duration(t.timeEighths)/8, lossGranularity)
+}
+
+// rttBase is max(smoothed RTT, latest RTT), or the initial RTO before the
+// first sample.
+func (t *SendTracker) rttBase() time.Duration {
+	if !t.rtt.HasSample() {
+		return t.cfg.InitialRTO
+	}
+	return max(t.rtt.Smoothed(), t.rtt.Latest())
+}
+
 // OnAck applies an ack header from the peer — ack is the newest seq it
 // received, bit i of bits says it received ack−1−i — at time now, and
-// appends the resulting verdicts to dst. Seqs acked by the header are
-// SeqAcked; unresolved seqs more than 32 behind ack, or ReorderThreshold or
-// more behind it with their bit clear, are SeqLost. Seqs that already have a
-// verdict are ignored, so stale, reordered and duplicated headers are safe.
-// If ack itself is newly acked, its round trip is an RTT sample (seqs are
-// never re-sent, so every sample is unambiguous: Karn's rule holds by
-// construction) and any time-out back-off is reset.
+// appends the resulting verdicts to dst. Seqs the header acks are SeqAcked,
+// each an RTT sample, resetting any time-out back-off. Then, relative to the
+// largest seq ever acked (this ack or a newer one from an earlier header),
+// pending seqs behind it are SeqLost when they are the packet threshold or
+// more behind it, more than 32 behind it, or were sent more than the time
+// threshold ago (see SendTracker); the others wait for a later header or
+// Expire. Both thresholds are as they stood before this header's samples.
+// Seqs that already have a verdict are ignored, so stale, reordered and
+// duplicated headers are safe — except that a header naming one of the
+// last 64 losses counts it as spurious, once, and adapts the thresholds.
 //
 // An ack newer than the newest seq sent returns ErrAckUnsent and changes
-// nothing. Cost: O(seqs resolved) amortised, at most MaxInFlight; no
+// nothing. Cost: O(seqs resolved + 33) amortised, at most SpanLimit; no
 // allocation beyond dst's growth.
 func (t *SendTracker) OnAck(dst []Event, now time.Duration, ack wire.Seq, bits uint32) ([]Event, error) {
 	if !t.sentAny || ack.Newer(t.next-1) {
 		t.stats.AcksUnsent++
 		return dst, ErrAckUnsent
 	}
-	if s := t.ring.Get(ack); s != nil {
-		t.rtt.Sample(now - s.sentAt)
-		t.backoff = 1
+	if t.lostN > 0 {
+		t.findSpurious(now, ack, bits)
 	}
-	if t.pending == 0 || ack.Sub(t.oldest) < 0 {
-		return dst, nil // nothing unresolved at or before ack
+	t.decay(now)
+	if !t.hasLargest || ack.Newer(t.largest) {
+		t.largest, t.hasLargest = ack, true
 	}
-	threshold := t.cfg.ReorderThreshold
+	if t.pending == 0 || t.largest.Sub(t.oldest) < 0 {
+		t.advanceOldest() // nothing pending at or before the largest ack
+		return dst, nil
+	}
+	// One pass from the oldest pending seq: acks wherever the header says
+	// so; losses only while every pending seq so far was acked or lost,
+	// since both thresholds grow monotonically more lenient with the seq
+	// (fewer seqs behind the largest, a later send time), so the losses
+	// are a prefix of the pending seqs.
+	delay := t.lossDelay()
+	losing := true
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
-			back := ack.Sub(seq) // 0..32767: seq is not newer than ack
+			back := ack.Sub(seq) // negative when the header is older than seq
 			switch {
-			case back == 0 || back < AckWindow && bits&(1<<uint(back-1)) != 0:
+			case back == 0 || back > 0 && back < AckWindow && bits&(1<<uint(back-1)) != 0:
+				t.rtt.Sample(now - slot.sentAt)
+				t.backoff = 1
 				dst = t.resolveSlot(dst, seq, slot, true, CauseNone)
-			case back >= AckWindow:
-				dst = t.resolveSlot(dst, seq, slot, false, CauseWindow)
-			case back >= threshold:
-				dst = t.resolveSlot(dst, seq, slot, false, CauseReorder)
+			case losing:
+				behind := t.largest.Sub(seq) // ≥ 0: seq is in the span, largest too
+				old := behind > 0 && now-slot.sentAt >= delay
+				var rules uint8
+				if old {
+					rules = ruleTime
+				}
+				switch {
+				case behind >= AckWindow && t.pktThresh <= AckWindow:
+					dst = t.lose(dst, seq, slot, CauseWindow, behind, ruleWindow)
+				case behind >= t.pktThresh && behind < AckWindow:
+					dst = t.lose(dst, seq, slot, CauseReorder, behind, rulePacket|rules)
+				case old:
+					dst = t.lose(dst, seq, slot, CauseReorderTime, behind, rules)
+				default:
+					losing = false
+				}
 			}
 		}
-		if seq == ack {
+		if seq == t.largest || !losing && seq.NewerOrEqual(ack) {
 			break
 		}
 	}
@@ -392,14 +608,108 @@ func (t *SendTracker) OnAck(dst []Event, now time.Duration, ack wire.Seq, bits u
 	return dst, nil
 }
 
-// Expire declares lost every unresolved seq sent at least RTO ago and
-// appends the verdicts to dst. Call it once per tick so a quiet link still
-// resolves every seq. A call that declares any loss doubles the RTO
+// findSpurious counts the remembered losses that the header (ack, bits)
+// shows arrived, and raises the thresholds that declared them. The memory
+// is in ascending seq order; the walk goes from the newest entry down to
+// the first one the header cannot name. O(entries newer than ack + named).
+func (t *SendTracker) findSpurious(now time.Duration, ack wire.Seq, bits uint32) {
+	dist := uint64(uint16(t.next - 1 - ack)) // ack is not newer than next−1
+	if dist >= t.absNext {
+		return // ack names a seq before the first one handed out
+	}
+	ackAbs := t.absNext - 1 - dist
+	named := uint64(bits)<<1 | 1 // bit d: the header says ack−d arrived
+	i := t.lostNext
+	for n := t.lostN; n > 0; n-- {
+		i = (i - 1) & (lostMemory - 1)
+		a := t.lostAbs[i]
+		if a > ackAbs {
+			continue // newer than this header's ack, or already revealed
+		}
+		d := ackAbs - a
+		if d >= AckWindow {
+			break // this and every older entry are out of the header's reach
+		}
+		if named>>d&1 != 0 {
+			t.lostAbs[i] = revealedAbs
+			t.spurious(now, &t.lost[i])
+		}
+	}
+}
+
+// spurious counts the spurious loss e and raises the thresholds of the
+// rules that declared it: the packet threshold past the distance e was
+// declared at, the time threshold to what e's round trip (now − its send,
+// an upper bound) needed under the estimate that declared it, plus one
+// eighth, at least one eighth more. e's round trip then becomes an RTT
+// sample: e was never re-sent, so it is valid, and it is the slow tail
+// that samples from seqs acked in time never show.
+func (t *SendTracker) spurious(now time.Duration, e *lostSeq) {
+	t.stats.SpuriousLosses++
+	t.stats.SpuriousBy[e.cause]++
+	if e.rules&rulePacket != 0 {
+		t.pktThresh = max(t.pktThresh, min(AckWindow, max(t.pktThresh+1, int(e.back)+1)))
+	}
+	if e.rules&ruleWindow != 0 {
+		t.pktThresh = windowOff // a header overtaken by a later one: count nothing
+	}
+	if e.rules&ruleTime != 0 {
+		base := t.rttBase()
+		need := int((8*(now-e.sentAt)+base-1)/base) + 1 // eighths of base, rounded up, plus one
+		t.timeEighths = min(maxTimeEighths, max(t.timeEighths+1, need))
+	}
+	if e.rules != 0 {
+		t.adaptedAt = now
+	}
+	t.rtt.Sample(now - e.sentAt)
+	t.backoff = 1
+}
+
+// decay steps each raised threshold one down toward its base once the
+// thresholds have gone a quiet spell without a raise or a step.
+func (t *SendTracker) decay(now time.Duration) {
+	if t.pktThresh == t.cfg.ReorderThreshold && t.timeEighths == baseTimeEighths {
+		return
+	}
+	if now-t.adaptedAt < max(adaptDecayRTTs*t.rtt.Smoothed(), minAdaptDecay) {
+		return
+	}
+	t.pktThresh = max(t.pktThresh-1, t.cfg.ReorderThreshold)
+	t.timeEighths = max(t.timeEighths-1, baseTimeEighths)
+	t.adaptedAt = now
+}
+
+// Expire declares lost every pending seq behind the largest acked one that
+// was sent more than the time threshold ago (CauseReorderTime), then every
+// pending seq sent at least RTO ago (CauseTimeout), and appends the
+// verdicts to dst. Call it on every Flush (any cadence: every rule is a
+// duration on the caller's clock) so the time threshold is honoured
+// without waiting for the next ack header, and a quiet link still resolves
+// every seq. A call that declares any loss by time-out doubles the RTO
 // back-off (up to 64×) until the next RTT sample, as RFC 6298 §5.5 does.
 // Cost: O(seqs expired) amortised; no allocation beyond dst's growth.
 func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
+	t.decay(now)
 	if t.pending == 0 {
 		return dst
+	}
+	if t.hasLargest {
+		delay := t.lossDelay()
+		lost := false
+		for seq := t.oldest; seq.Older(t.largest); seq++ {
+			s := t.ring.Get(seq)
+			if s == nil {
+				continue
+			}
+			if now-s.sentAt < delay {
+				break // sent in seq order, so every later seq is younger
+			}
+			dst = t.lose(dst, seq, s, CauseReorderTime, t.largest.Sub(seq), ruleTime)
+			lost = true
+		}
+		if lost {
+			t.advanceOldest()
+		}
 	}
 	rto := t.RTO()
 	expired := false
@@ -411,7 +721,7 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 		if now-s.sentAt < rto {
 			break // sent in seq order, so every later seq is younger
 		}
-		dst = t.resolve(dst, seq, false, CauseTimeout)
+		dst = t.lose(dst, seq, s, CauseTimeout, 0, 0)
 		expired = true
 	}
 	if expired {
@@ -422,10 +732,20 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 	return dst
 }
 
-// resolve gives seq (which must be unresolved) its verdict, updates its
-// record and appends the events.
-func (t *SendTracker) resolve(dst []Event, seq wire.Seq, acked bool, cause Cause) []Event {
-	return t.resolveSlot(dst, seq, t.ring.Get(seq), acked, cause)
+// lose declares the pending seq (whose ring slot is slot) lost for cause,
+// remembering it for spurious-loss detection: behind is how far it was
+// behind the largest acked seq, rules which thresholds declared it.
+func (t *SendTracker) lose(dst []Event, seq wire.Seq, slot *sentSeq, cause Cause, behind int, rules uint8) []Event {
+	t.lostAbs[t.lostNext] = t.absNext - uint64(uint16(t.next-seq))
+	t.lost[t.lostNext] = lostSeq{
+		sentAt: slot.sentAt,
+		cause:  cause,
+		rules:  rules,
+		back:   uint8(min(behind, 255)),
+	}
+	t.lostNext = (t.lostNext + 1) & (lostMemory - 1)
+	t.lostN = min(t.lostN+1, lostMemory)
+	return t.resolveSlot(dst, seq, slot, false, cause)
 }
 
 // resolveSlot is resolve with seq's ring slot already looked up.
@@ -471,14 +791,18 @@ func (t *SendTracker) resolveSlot(dst []Event, seq wire.Seq, slot *sentSeq, acke
 	return dst
 }
 
-// advanceOldest moves oldest past resolved seqs.
+// advanceOldest moves oldest past resolved seqs, and forgets the largest
+// acked seq once no pending seq is older than it.
 func (t *SendTracker) advanceOldest() {
 	if t.pending == 0 {
 		t.oldest = t.next
-		return
+	} else {
+		for !t.ring.Has(t.oldest) {
+			t.oldest++
+		}
 	}
-	for !t.ring.Has(t.oldest) {
-		t.oldest++
+	if t.hasLargest && !t.largest.Newer(t.oldest) {
+		t.hasLargest = false
 	}
 }
 

@@ -102,17 +102,29 @@ func TestAckBitsAndReorderThreshold(t *testing.T) {
 	if !tr.RTT().HasSample() || tr.RTT().Latest() != 46*ms {
 		t.Fatalf("RTT sample = %v, want 46ms (seq 1 sent at 4ms)", tr.RTT().Latest())
 	}
-	// A stale duplicate header changes nothing.
-	if evs, _ := tr.OnAck(nil, 60*ms, 1, bitsFor(1, 65533, 65535)); len(evs) != 0 {
+	// A stale duplicate header changes nothing (seq 0, sent at 3 ms, is not
+	// yet older than the time threshold 9/8 × 46 ms).
+	if evs, _ := tr.OnAck(nil, 51*ms, 1, bitsFor(1, 65533, 65535)); len(evs) != 0 {
 		t.Fatalf("duplicate header gave %v", kinds(evs))
 	}
-	// Later the peer reports 65534 after all: the verdict stands.
-	evs, _ = tr.OnAck(nil, 70*ms, 2, bitsFor(2, 65533, 65534, 65535, 0, 1))
+	// Later the peer reports 65534 after all: the verdict stands, the loss
+	// counts as spurious, and the packet threshold rises past the distance
+	// (3) it was declared at.
+	evs, _ = tr.OnAck(nil, 52*ms, 2, bitsFor(2, 65533, 65534, 65535, 0, 1))
 	if got := kinds(evs); got != "acked:0/none acked:2/none " {
 		t.Fatalf("events %q", got)
 	}
 	if tr.PendingCount() != 0 {
 		t.Fatalf("pending = %d", tr.PendingCount())
+	}
+	st := tr.Stats()
+	if st.SpuriousLosses != 1 || st.SpuriousBy[CauseReorder] != 1 || st.ReorderThreshold != 4 || st.TimeThreshold != 9.0/8 {
+		t.Fatalf("after a spurious reorder loss: %+v", st)
+	}
+	// The same header again counts nothing twice.
+	tr.OnAck(nil, 53*ms, 2, bitsFor(2, 65533, 65534, 65535, 0, 1))
+	if st := tr.Stats(); st.SpuriousLosses != 1 {
+		t.Fatalf("duplicate header counted again: %+v", st)
 	}
 }
 
@@ -382,26 +394,167 @@ func TestStaleRecordIDPanics(t *testing.T) {
 }
 
 // Skipped seqs (ack-only datagrams) get no verdict, are ignored when acked,
-// and still count toward the in-flight span.
+// do not count toward MaxInFlight, and count toward the span only.
 func TestSkip(t *testing.T) {
 	tr := newTracker(t, Config{MaxInFlight: 4}, 0)
+	if tr.SpanLimit() != 16 {
+		t.Fatalf("SpanLimit %d, want 16 (4 × MaxInFlight)", tr.SpanLimit())
+	}
 	a, _ := tr.Send(nil, 0, NoRecord)
 	s1, _ := tr.Skip(nil)
 	s2, _ := tr.Skip(nil)
-	if tr.PendingCount() != 1 || tr.InFlightRoom() != 1 {
-		t.Fatalf("pending %d room %d", tr.PendingCount(), tr.InFlightRoom())
+	if tr.PendingCount() != 1 || tr.Span() != 3 || tr.InFlightRoom() != 3 {
+		t.Fatalf("pending %d span %d room %d", tr.PendingCount(), tr.Span(), tr.InFlightRoom())
 	}
 	// An ack of the skipped seqs resolves nothing: they expect no verdict,
-	// and a is only 2 behind the ack (under the reorder threshold of 3).
-	if evs, _ := tr.OnAck(nil, ms, s2, bitsFor(s2, s1)); len(evs) != 0 {
+	// a is only 2 behind the ack (under the reorder threshold of 3), and
+	// not older than the time threshold.
+	if evs, _ := tr.OnAck(nil, 0, s2, bitsFor(s2, s1)); len(evs) != 0 {
 		t.Fatalf("ack of skipped seqs: %q", kinds(evs))
 	}
-	tr.Skip(nil)
-	_, evs := tr.Skip(nil) // span 0..4 reaches MaxInFlight: a is evicted
-	if got := kinds(evs); got != fmt.Sprintf("lost:%d/evicted ", a) {
-		t.Fatalf("skip past the span: %q", got)
+	var evs []Event
+	for range 12 {
+		if _, evs = tr.Skip(nil); len(evs) != 0 {
+			t.Fatalf("skip inside the span evicted: %q", kinds(evs))
+		}
 	}
-	if tr.PendingCount() != 0 || tr.Stats().Skipped != 4 {
-		t.Fatalf("pending %d stats %+v", tr.PendingCount(), tr.Stats())
+	if tr.Span() != 15 || tr.InFlightRoom() != 1 {
+		t.Fatalf("span %d room %d", tr.Span(), tr.InFlightRoom())
+	}
+	tr.Skip(nil) // span 16: full
+	if _, evs = tr.Skip(nil); kinds(evs) != fmt.Sprintf("lost:%d/evicted ", a) {
+		t.Fatalf("skip past the span: %q", kinds(evs))
+	}
+	if tr.PendingCount() != 0 || tr.Span() != 0 || tr.Stats().Skipped != 16 {
+		t.Fatalf("pending %d span %d stats %+v", tr.PendingCount(), tr.Span(), tr.Stats())
+	}
+	// Skips between sends never evict while fewer than MaxInFlight are
+	// pending and the span has room; the fifth pending send does.
+	for i := range 4 {
+		_, evs = tr.Send(nil, 0, NoRecord)
+		_, evs2 := tr.Skip(nil)
+		_, evs3 := tr.Skip(nil)
+		if len(evs)+len(evs2)+len(evs3) != 0 {
+			t.Fatalf("send %d evicted: %q %q %q", i, kinds(evs), kinds(evs2), kinds(evs3))
+		}
+	}
+	if tr.PendingCount() != 4 || tr.Span() != 12 || tr.InFlightRoom() != 0 {
+		t.Fatalf("pending %d span %d room %d", tr.PendingCount(), tr.Span(), tr.InFlightRoom())
+	}
+	if _, evs = tr.Send(nil, 0, NoRecord); len(evs) != 1 || evs[0].Cause != CauseEvicted {
+		t.Fatalf("send with MaxInFlight pending: %q", kinds(evs))
+	}
+}
+
+// SpanLimit is 4 × MaxInFlight rounded up to a power of two, capped at half
+// the seq space, and a ring of that size holds the whole span.
+func TestSpanLimit(t *testing.T) {
+	for _, c := range []struct{ inFlight, span int }{
+		{1, 4}, {3, 16}, {64, 256}, {100, 512}, {8192, 32768}, {MaxInFlightLimit, MaxSpanLimit},
+	} {
+		tr := newTracker(t, Config{MaxInFlight: c.inFlight}, 0)
+		if tr.SpanLimit() != c.span {
+			t.Errorf("MaxInFlight %d: SpanLimit %d, want %d", c.inFlight, tr.SpanLimit(), c.span)
+		}
+	}
+	// At the largest span every seq in it still compares unambiguously:
+	// the oldest pending seq is acked by the header that names it.
+	tr := newTracker(t, Config{MaxInFlight: MaxInFlightLimit}, 65000)
+	first, _ := tr.Send(nil, 0, NoRecord)
+	var evs []Event
+	for tr.Span() < tr.SpanLimit() {
+		if _, evs = tr.Skip(nil); len(evs) != 0 {
+			t.Fatalf("skip at span %d evicted: %q", tr.Span(), kinds(evs))
+		}
+	}
+	if evs, err := tr.OnAck(nil, ms, first, 0); err != nil || kinds(evs) != fmt.Sprintf("acked:%d/none ", first) {
+		t.Fatalf("ack of the oldest at full span: %q, %v", kinds(evs), err)
+	}
+}
+
+// The time threshold: a seq behind an acked one is lost once it was sent
+// more than 9/8 × max(SRTT, latest RTT) ago — by the next ack header or by
+// Expire, whichever comes first — and a seq newer than every ack waits for
+// the RTO.
+func TestTimeThreshold(t *testing.T) {
+	tr := newTracker(t, Config{}, 100)
+	a, _ := tr.Send(nil, 5*ms, NoRecord)  // will be lost
+	b, _ := tr.Send(nil, 10*ms, NoRecord) // acked at 90 ms: RTT 80 ms
+	c, _ := tr.Send(nil, 20*ms, NoRecord) // newer than every ack
+	evs, _ := tr.OnAck(nil, 90*ms, b, 0)  // a is 1 behind: under the packet threshold
+	if kinds(evs) != fmt.Sprintf("acked:%d/none ", b) {
+		t.Fatalf("ack b: %q", kinds(evs))
+	}
+	if d := tr.Stats().LossDelay; d != 90*ms {
+		t.Fatalf("LossDelay %v, want 9/8 × 80ms", d)
+	}
+	if evs := tr.Expire(nil, 94*ms+999*time.Microsecond); len(evs) != 0 {
+		t.Fatalf("lost before the time threshold: %q", kinds(evs))
+	}
+	evs = tr.Expire(nil, 95*ms)
+	if kinds(evs) != fmt.Sprintf("lost:%d/reorder-time ", a) {
+		t.Fatalf("expire at the time threshold: %q", kinds(evs))
+	}
+	if tr.Stats().Timeouts != 0 || tr.RTO() != 80*ms+160*ms {
+		t.Fatalf("a time-threshold loss backed off the RTO: %v, %+v", tr.RTO(), tr.Stats())
+	}
+	// c is newer than the largest ack: only the RTO (240 ms) resolves it.
+	if evs := tr.Expire(nil, 259*ms); len(evs) != 0 {
+		t.Fatalf("c lost before its RTO: %q", kinds(evs))
+	}
+	if evs := tr.Expire(nil, 260*ms); kinds(evs) != fmt.Sprintf("lost:%d/timeout ", c) {
+		t.Fatalf("c at its RTO: %q", kinds(evs))
+	}
+	// The same rule applies when the next header arrives first.
+	d, _ := tr.Send(nil, 300*ms, NoRecord)
+	e, _ := tr.Send(nil, 310*ms, NoRecord)
+	if evs, _ := tr.OnAck(nil, 390*ms, e, 0); kinds(evs) != fmt.Sprintf("lost:%d/reorder-time acked:%d/none ", d, e) {
+		t.Fatalf("header past d's time threshold: %q", kinds(evs))
+	}
+}
+
+// A loss declared by the time threshold that an ack later shows arrived
+// raises the time threshold to what its round trip needed (plus an eighth),
+// at most 2×; after a quiet spell the thresholds step back down one at a
+// time.
+func TestAdaptiveThresholdsRaiseAndDecay(t *testing.T) {
+	tr := newTracker(t, Config{}, 0)
+	a, _ := tr.Send(nil, 5*ms, NoRecord)
+	b, _ := tr.Send(nil, 10*ms, NoRecord)
+	tr.OnAck(nil, 90*ms, b, 0) // RTT 80 ms, time threshold 90 ms
+	if evs := tr.Expire(nil, 95*ms); kinds(evs) != "lost:0/reorder-time " {
+		t.Fatalf("expire: %q", kinds(evs))
+	}
+	// a arrives late after all: the header that shows it comes 115 ms after
+	// its send.
+	c, _ := tr.Send(nil, 100*ms, NoRecord)
+	tr.OnAck(nil, 120*ms, c, bitsFor(c, a, b))
+	st := tr.Stats()
+	if st.SpuriousLosses != 1 || st.SpuriousBy[CauseReorderTime] != 1 || st.ReorderThreshold != 3 {
+		t.Fatalf("spurious: %+v", st)
+	}
+	// Under the estimate that declared it (80 ms), a's 115 ms round trip
+	// needed ceil(8 × 115/80) = 12 eighths; plus one: 13/8.
+	const want = 13.0 / 8
+	if st.TimeThreshold != want {
+		t.Fatalf("TimeThreshold %v, want %v", st.TimeThreshold, want)
+	}
+	// Quiet spell: max(16 × SRTT, 1 s) later, one step down per spell.
+	spell := max(16*tr.RTT().Smoothed(), time.Second)
+	tr.Expire(nil, 120*ms+spell-ms)
+	if got := tr.Stats().TimeThreshold; got != want {
+		t.Fatalf("decayed early: %v", got)
+	}
+	tr.Expire(nil, 120*ms+spell)
+	if got := tr.Stats().TimeThreshold; got != want-1.0/8 {
+		t.Fatalf("after one spell: %v, want %v", got, want-1.0/8)
+	}
+	now := 120*ms + spell
+	for range 20 {
+		now += spell
+		tr.Expire(nil, now)
+	}
+	if st := tr.Stats(); st.TimeThreshold != 9.0/8 || st.ReorderThreshold != 3 {
+		t.Fatalf("not back to base: %+v", st)
 	}
 }
