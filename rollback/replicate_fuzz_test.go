@@ -20,7 +20,7 @@ func FuzzUnpack(f *testing.F) {
 	reg := w.x.Registry()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tg := newRecTarget(t, 5)
-		rv, err := NewReceiver(tg, reg, ReceiverConfig{MaxHeldSlices: 2})
+		rv, err := NewReceiver(tg, reg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
