@@ -257,7 +257,7 @@ func TestReceiverHoldWindowBounded(t *testing.T) {
 	if st.Dropped == 0 || !rv.NeedsResync() || st.HeldBytes > MinMaxFrameBytes || st.HeldNow == 0 {
 		t.Fatalf("20 frames into %d bytes: %+v", MinMaxFrameBytes, st)
 	}
-	kept := 20 + uint32(st.HeldNow) // frames 21..kept are held
+	kept := 20 + uint32(st.HeldNow)             // frames 21..kept are held
 	mustUnpack(t, rv, packRange(t, r, 5, 5, 9)) // nearer: the farthest held frames make room
 	st2 := rv.Stats()
 	if st2.Dropped <= st.Dropped || st2.HeldBytes > MinMaxFrameBytes {
