@@ -115,10 +115,12 @@ type ReceiverStats struct {
 }
 
 // heldFrame is one frame held for later: its records are the receiver's
-// hrecs[lo:hi].
+// hrecs[lo:hi]. A complete frame holds the own inputs too (a frame the
+// client had applied, kept across a state burst: expect).
 type heldFrame struct {
-	frame  uint32
-	lo, hi int32
+	frame    uint32
+	lo, hi   int32
+	complete bool
 }
 
 // heldRec is one record of a held frame; its payload is arena[off:off+n].
@@ -169,9 +171,10 @@ type Receiver struct {
 	t    StreamTarget
 	reg  Validator
 	cfg  ReceiverConfig
-	next uint32 // the next frame to apply
-	sync bool   // next is known: Reset was called
-	lost bool
+	next  uint32 // the next frame to apply
+	sync  bool   // next is known: Reset was called
+	lost  bool
+	floor uint32 // before Reset: frames before it are not held (expect)
 
 	// Newest frame of any slice that parsed (seen): the stream is of final
 	// frames, so the server's newest frame was at least this far ahead.
@@ -264,6 +267,7 @@ func (r *Receiver) Reset(baseline uint32) error {
 	r.sync = true
 	r.lost = false
 	r.joining = false
+	r.floor = 0
 	return r.Drain()
 }
 
@@ -361,7 +365,7 @@ func (r *Receiver) apply() (done bool, err error) {
 			e := r.entries[ei]
 			stream = r.all[e.lo:e.hi]
 		}
-		if ok, err := r.confirm(f, stream); !ok {
+		if ok, err := r.confirm(f, stream, false); !ok {
 			return false, err
 		}
 		if f == r.last {
@@ -371,15 +375,16 @@ func (r *Receiver) apply() (done bool, err error) {
 }
 
 // confirm hands frame f (= r.next) to the target: its stream records with
-// the own inputs for f put back. ok is false when the target cannot take
-// it now (retried later) or on ErrInStep (err); a frame refused for good
-// is counted, flags NeedsResync, and is passed over.
-func (r *Receiver) confirm(f uint32, stream []Record) (ok bool, err error) {
+// the own inputs for f put back (unless complete: they are in). ok is
+// false when the target cannot take it now (retried later) or on
+// ErrInStep (err); a frame refused for good is counted, flags
+// NeedsResync, and is passed over.
+func (r *Receiver) confirm(f uint32, stream []Record, complete bool) (ok bool, err error) {
 	for r.oi < len(r.own) && r.own[r.oi].Frame < f {
 		r.oi++
 	}
 	lo, hi := r.oi, r.oi
-	for hi < len(r.own) && r.own[hi].Frame == f {
+	for !complete && hi < len(r.own) && r.own[hi].Frame == f {
 		hi++
 	}
 	recs := stream
@@ -445,7 +450,7 @@ func (r *Receiver) drain() error {
 		for _, hr := range r.hrecs[h.lo:h.hi] {
 			r.stream = append(r.stream, Record{Sender: hr.sender, Type: hr.typ, Entity: hr.e, Payload: r.arena[hr.off : hr.off+hr.n : hr.off+hr.n]})
 		}
-		ok, err := r.confirm(h.frame, r.stream)
+		ok, err := r.confirm(h.frame, r.stream, h.complete)
 		if !ok {
 			return err // the target is full (try again later), or ErrInStep
 		}
@@ -528,13 +533,13 @@ func (r *Receiver) holdSlice(from uint32) (held bool) {
 		for ei < len(r.entries) && r.entries[ei].frame < f {
 			ei++
 		}
-		if !r.sync || f >= r.next {
+		if !r.sync && f >= r.floor || r.sync && f >= r.next {
 			var stream []Record
 			if ei < len(r.entries) && r.entries[ei].frame == f {
 				e := r.entries[ei]
 				stream = r.all[e.lo:e.hi]
 			}
-			switch r.holdFrame(f, stream) {
+			switch r.holdFrame(f, stream, false) {
 			case holdFull:
 				// The frames after f are farther still: none fits.
 				r.st.Dropped += uint64(r.last-f) + 1
@@ -558,8 +563,9 @@ const (
 	holdFull                   // no room, even after dropping farther frames
 )
 
-// holdFrame holds frame f with its stream records.
-func (r *Receiver) holdFrame(f uint32, stream []Record) holdResult {
+// holdFrame holds frame f with its stream records (complete: with the own
+// inputs too).
+func (r *Receiver) holdFrame(f uint32, stream []Record, complete bool) holdResult {
 	at := r.find(f)
 	if at < len(r.held) && r.held[at].frame == f {
 		return holdHave
@@ -584,11 +590,57 @@ func (r *Receiver) holdFrame(f uint32, stream []Record) holdResult {
 		r.hrecs = append(r.hrecs, heldRec{sender: rec.Sender, typ: rec.Type, e: rec.Entity, off: uint32(len(r.arena)), n: uint32(len(rec.Payload))})
 		r.arena = append(r.arena, rec.Payload...)
 	}
-	h := heldFrame{frame: f, lo: lo, hi: int32(len(r.hrecs))}
+	h := heldFrame{frame: f, lo: lo, hi: int32(len(r.hrecs)), complete: complete}
 	r.held = append(r.held, heldFrame{})
 	copy(r.held[at+1:], r.held[at:])
 	r.held[at] = h
 	r.heldBytes += cost
 	r.st.Held++
 	return holdNew
+}
+
+// expect prepares the receiver for a snapshot of frame f that is on its
+// way (the server announced it) while the target is applying the stream:
+// until the snapshot is installed (Reset), every frame is held rather than
+// applied, since the target will start over from f; and the frames after
+// f it has applied already are held again, complete (own inputs
+// included), as have gives them — the server counts them as delivered and
+// will not send them again. have reports false for a frame the target no
+// longer holds; the copy stops there.
+func (r *Receiver) expect(f uint32, have func(frame uint32) ([]Record, bool)) {
+	r.floor = f + 1 // the snapshot covers the frames before
+	if !r.sync {
+		return
+	}
+	for g := f + 1; g > f && g < r.next; g++ {
+		recs, ok := have(g)
+		if !ok {
+			break
+		}
+		if r.holdFrame(g, recs, true) == holdFull {
+			r.lost = true
+			break
+		}
+	}
+	r.sync = false
+}
+
+// refuseHeld takes the own input (typ, e, payload) of frame f out of a
+// complete held frame (the server refused it; see Client.Refused).
+func (r *Receiver) refuseHeld(f uint32, typ ActionTypeID, e Entity, payload []byte) {
+	at := r.find(f)
+	if at == len(r.held) || r.held[at].frame != f || !r.held[at].complete {
+		return
+	}
+	h := &r.held[at]
+	peer := r.t.Peer()
+	for i := h.lo; i < h.hi; i++ {
+		hr := r.hrecs[i]
+		if hr.sender == peer && hr.typ == typ && hr.e == e && string(r.arena[hr.off:hr.off+hr.n]) == string(payload) {
+			r.heldBytes -= HeldRecordCost + int(hr.n)
+			copy(r.hrecs[i:h.hi], r.hrecs[i+1:h.hi])
+			h.hi--
+			return
+		}
+	}
 }
