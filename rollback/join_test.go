@@ -68,12 +68,12 @@ type joinClient struct {
 	resident  bool    // there from frame 0, no snapshot
 	clock     uint32  // the frame the client simulates through (its game clock)
 	drift     float64 // time dilation not yet applied to the clock, in frames
-	joinAt    int   // tick of the join (the connection and RequestSnapshot)
-	installAt int   // tick of the first install (0: none yet)
-	settleAt  int   // tick the join settled (0: not yet)
-	bytes0    int64 // server channel bytes sent before the join
-	bytesJoin int64 // server channel bytes sent from the join to settling
-	inputs    int   // inputs sampled
+	joinAt    int     // tick of the join (the connection and RequestSnapshot)
+	installAt int     // tick of the first install (0: none yet)
+	settleAt  int     // tick the join settled (0: not yet)
+	bytes0    int64   // server channel bytes sent before the join
+	bytesJoin int64   // server channel bytes sent from the join to settling
+	inputs    int     // inputs sampled
 }
 
 var joinCRC = crc64.MakeTable(crc64.ECMA)

@@ -168,9 +168,9 @@ type heldRec struct {
 // concurrent use. Unpack allocates nothing in steady state (the record
 // scratch and the held frames' buffers are reused).
 type Receiver struct {
-	t    StreamTarget
-	reg  Validator
-	cfg  ReceiverConfig
+	t     StreamTarget
+	reg   Validator
+	cfg   ReceiverConfig
 	next  uint32 // the next frame to apply
 	sync  bool   // next is known: Reset was called
 	lost  bool
