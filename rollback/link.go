@@ -855,18 +855,23 @@ type ClientLink[S State] struct {
 	annRewind uint32 // its MaxRewindFrames: final frames lag its newest by it
 	recs      []Record
 
-	wantResync bool // RequestResync, or a desync: ask on the next Flush
-	desynced   bool // wantResync is a desync's
-	desyncRuns int  // resyncs asked for desyncs since a checksum last verified
+	wantResync bool   // RequestResync, or a desync: ask on the next Flush
+	desynced   bool   // wantResync is a desync's
+	desyncRuns int    // resyncs asked for desyncs since the last calm stretch
+	calmFrom   uint32 // a checksum verified from this frame on ends the run
 }
 
-// MaxDesyncResyncs is how many state bursts in a row a client link asks
-// for because a checksum did not match (ClientLinkStats.DesyncResyncs),
-// without a checksum verifying in between, before it stops asking by
-// itself: a divergence that a burst does not cure (a simulation that is
+// MaxDesyncResyncs is how many state bursts a client link asks for by
+// itself because a checksum did not match (ClientLinkStats.DesyncResyncs)
+// without DesyncCalmFrames frames in sync in between — checksums verified
+// for a frame that many after the last such request — before it stops
+// asking: a divergence that a burst does not cure (a simulation that is
 // not deterministic, say) must not make the server send bursts forever.
 // RequestResync still asks.
 const MaxDesyncResyncs = 3
+
+// DesyncCalmFrames: see MaxDesyncResyncs (10 s at 60 Hz).
+const DesyncCalmFrames = 600
 
 // MaxSnapshotRetries is how many snapshots in a row a client link refuses
 // (SnapshotErrors) and asks the server to replace before it gives up
@@ -1188,6 +1193,7 @@ func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 		if l.desynced {
 			l.desyncRuns++
 			l.st.DesyncResyncs++
+			l.calmFrom = l.c.Confirmed() + DesyncCalmFrames
 		}
 		l.wantResync, l.desynced = false, false
 	}
@@ -1245,7 +1251,9 @@ func (l *ClientLink[S]) verify() {
 		switch err := l.c.VerifyChecksum(ps.frame, ps.sum); {
 		case err == nil:
 			l.st.ChecksumsVerified++
-			l.desyncRuns = 0
+			if ps.frame >= l.calmFrom {
+				l.desyncRuns = 0
+			}
 		case errors.Is(err, ErrDesync):
 			l.st.Desyncs++
 			if !l.asked && !l.wantResync && l.desyncRuns < MaxDesyncResyncs {
