@@ -26,9 +26,9 @@ var (
 	joinSeed     = flag.Uint64("join.seed", 0, "TestJoinRandomized: run only this seed")
 	joinMaxBytes = flag.Int("join.maxbytes", 1<<20, "TestJoinRandomized: largest background of a world, in bytes (compressed ≈ raw)")
 	joinVerbose  = flag.Bool("join.v", false, "TestJoinRandomized: log every seed's figures")
-	joinFigDelay = flag.Int("join.figdelay", 25, "TestJoinLargeWorldFigures: one-way delay, ms")
-	joinFigLoss  = flag.Float64("join.figloss", 10, "TestJoinLargeWorldFigures: loss, %")
-	joinFigBytes = flag.Int("join.figbytes", 1<<20, "TestJoinLargeWorldFigures: background bytes")
+	joinFigDelay = flag.Int("join.figdelay", 0, "TestJoinLargeSnapshotSettles: also join over this one-way delay, ms")
+	joinFigLoss  = flag.Float64("join.figloss", 10, "TestJoinLargeSnapshotSettles: loss of the -join.figdelay link, %")
+	joinFigBytes = flag.Int("join.figbytes", 1<<20, "TestJoinLargeSnapshotSettles: world size of the -join.figdelay join, bytes")
 )
 
 // joinEntityBytes is what one background entity adds to a snapshot:
@@ -532,19 +532,31 @@ func TestJoinRandomized(t *testing.T) {
 
 // Item 5: a client joins a server whose world compresses to about 1 MiB
 // (17 snapshot parts at the default chunk) over sim(25, 5, 10) and
-// sim(50, 5, 10), every setting at its default: the join settles with one
-// snapshot. Before, the stream stopped while the parts waited for the
-// channel's window, its frames aged out of the ring, and the server sent
-// snapshot after snapshot (18 in a minute at 50 ms), or the receiver's
-// 64-slice window overflowed and the client asked for another. It logs
-// the time to the install and to settling and the bytes sent; the same
-// with other links: TestJoinLargeWorldFigures.
+// sim(50, 5, 10), every setting at its default, next to a resident client
+// that plays: the join settles with one snapshot. Before, the stream
+// stopped while the parts waited for the channel's window, its frames
+// aged out of the ring, and the server sent snapshot after snapshot (18
+// in a minute at 50 ms); or the receiver's 64-slice window overflowed and
+// the client asked for another. It logs the time to the install and to
+// settling, and the bytes sent to the joiner meanwhile. Other links and
+// sizes:
+//
+//	go test ./rollback -run TestJoinLargeSnapshotSettles -v -join.figdelay=70 -join.figloss=20 -join.figbytes=4194304
 func TestJoinLargeSnapshotSettles(t *testing.T) {
-	for _, delay := range []int{25, 50} {
-		cl, _ := joinLargeWorld(t, delay, 10, 1<<20)
+	type link struct {
+		delay int
+		loss  float64
+		bytes int
+	}
+	links := []link{{25, 10, 1 << 20}, {50, 10, 1 << 20}}
+	if *joinFigDelay > 0 {
+		links = append(links, link{*joinFigDelay, *joinFigLoss, *joinFigBytes})
+	}
+	for _, k := range links {
+		cl, _ := joinLargeWorld(t, k.delay, k.loss, k.bytes)
 		ss, ls := cl.slink.Stats(), cl.link.Stats()
 		if cl.settleAt == 0 || ss.Snapshots != 1 || ls.Snapshots != 1 || ls.SnapshotErrors != 0 || ls.ResyncRequests != 0 {
-			t.Fatalf("delay %d ms: %s", delay, joinStats(cl))
+			t.Fatalf("sim(%d, 5, %g), %d B: %s", k.delay, k.loss, k.bytes, joinStats(cl))
 		}
 	}
 }
@@ -560,7 +572,7 @@ func joinLargeWorld(t *testing.T, delay int, loss float64, bytes int) (*joinClie
 	}
 	cl := r.addClient(1, false)
 	cl.bytes0 = int64(cl.se.ch.Stats().BytesSent)
-	for range 60 * 60 {
+	for range 60 * (60 + 10*bytes>>20) { // a minute, and 10 s per MiB
 		r.step(true)
 		if cl.settleAt != 0 {
 			break
@@ -685,20 +697,5 @@ func TestDesyncResyncs(t *testing.T) {
 	}
 	if err := r.check(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The figures: one client joins a server whose world compresses to about
-// -join.figbytes (1 MiB: 17 snapshot parts at the default chunk) over
-// sim(-join.figdelay, 5, -join.figloss), with default settings, next to a
-// resident client that plays. It logs the time from the join to the
-// install and to settling, the bytes the server sent the joiner
-// meanwhile, and the snapshots it took.
-//
-//	go test ./rollback -run TestJoinLargeWorldFigures -v -join.figdelay=50 -join.figloss=10
-func TestJoinLargeWorldFigures(t *testing.T) {
-	cl, _ := joinLargeWorld(t, *joinFigDelay, *joinFigLoss, *joinFigBytes)
-	if cl.settleAt == 0 {
-		t.Fatalf("never settled in 60 s: %s", joinStats(cl))
 	}
 }

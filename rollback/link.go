@@ -1124,6 +1124,9 @@ func (l *ClientLink[S]) snapshotRefused(err error) {
 	if err != nil {
 		l.lastErr = err
 	}
+	if l.refused > MaxSnapshotRetries {
+		l.recv.giveUp() // no burst will come: a client that was applying the stream goes on
+	}
 }
 
 // snapshotPart adds a part to the assembly and installs the snapshot it

@@ -175,6 +175,9 @@ type Receiver struct {
 	sync  bool   // next is known: Reset was called
 	lost  bool
 	floor uint32 // before Reset: frames before it are not held (expect)
+	// resume is where an expect left off applying, for giveUp.
+	resume    uint32
+	resumable bool
 
 	// Newest frame of any slice that parsed (seen): the stream is of final
 	// frames, so the server's newest frame was at least this far ahead.
@@ -267,7 +270,7 @@ func (r *Receiver) Reset(baseline uint32) error {
 	r.sync = true
 	r.lost = false
 	r.joining = false
-	r.floor = 0
+	r.floor, r.resumable = 0, false
 	return r.Drain()
 }
 
@@ -612,6 +615,7 @@ func (r *Receiver) expect(f uint32, have func(frame uint32) ([]Record, bool)) {
 	if !r.sync {
 		return
 	}
+	r.resume, r.resumable = r.next, true
 	for g := f + 1; g > f && g < r.next; g++ {
 		recs, ok := have(g)
 		if !ok {
@@ -623,6 +627,18 @@ func (r *Receiver) expect(f uint32, have func(frame uint32) ([]Record, bool)) {
 		}
 	}
 	r.sync = false
+}
+
+// giveUp ends an expect whose snapshot will not come (the client link
+// stopped asking after refusing MaxSnapshotRetries): the receiver goes on
+// applying from where it stopped, to the target's old state. Frames held
+// from then on are applied as usual; the copies expect made are stale.
+func (r *Receiver) giveUp() {
+	if r.sync || !r.resumable {
+		return
+	}
+	r.next, r.sync, r.resumable, r.floor = r.resume, true, false, 0
+	_ = r.Drain() // ErrInStep cannot happen: OnMessage runs outside the client's Tick
 }
 
 // refuseHeld takes the own input (typ, e, payload) of frame f out of a

@@ -346,3 +346,57 @@ func TestReceiverReserveForSnapshot(t *testing.T) {
 		t.Fatalf("through %d, limit %d after the install", rv.AppliedThrough(), rv.limit())
 	}
 }
+
+// A state burst announced while the receiver is applying the stream
+// (expect): from then on every frame is held, not applied, and the frames
+// after the burst's that were applied already are held again, complete —
+// with the own inputs they had, not put back a second time — so that once
+// the burst is installed (Reset) they apply again on top of it. If no
+// burst comes (giveUp), the stream goes on from where it stopped.
+func TestReceiverExpectHoldsAndResumes(t *testing.T) {
+	w, r := streamWorld(t, 30)
+	tg := newRecTarget(t, 1)
+	for f := uint32(1); f <= 30; f++ {
+		v := mustFrame(t, w.log, f)
+		for i := range v.Len() {
+			if rec := v.Record(i); rec.Sender == 1 {
+				tg.own = append(tg.own, Input{Frame: f, Sender: 1, Type: rec.Type, Entity: rec.Entity, Payload: bytes.Clone(rec.Payload)})
+			}
+		}
+	}
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
+	_ = rv.Reset(0)
+	mustUnpack(t, rv, packRange(t, r, 1, 1, 10))
+	have := func(f uint32) ([]Record, bool) {
+		recs, ok := tg.frames[f]
+		return recs, ok
+	}
+	rv.expect(5, have) // a burst of frame 5 is coming
+	mustUnpack(t, rv, packRange(t, r, 1, 11, 15))
+	if st := rv.Stats(); tg.count != 10 || st.HeldNow != 10 {
+		t.Fatalf("after the announcement: %d confirmed, %+v", tg.count, st)
+	}
+	tg.started = false // the burst of frame 5 is installed: the client starts over
+	tg.frames = map[uint32][]Record{}
+	if err := rv.Reset(5); err != nil {
+		t.Fatal(err)
+	}
+	if rv.AppliedThrough() != 15 || rv.Stats().HeldNow != 0 {
+		t.Fatalf("after the burst: through %d, %+v", rv.AppliedThrough(), rv.Stats())
+	}
+	for f := uint32(6); f <= 15; f++ {
+		if !sameRecords(tg.frames[f], logRecords(t, w.log, f, 200, nil)) {
+			t.Fatalf("frame %d after the burst: %+v\nwant %+v", f, tg.frames[f], logRecords(t, w.log, f, 200, nil))
+		}
+	}
+
+	rv.expect(12, have) // a burst that never comes
+	mustUnpack(t, rv, packRange(t, r, 1, 16, 20))
+	if tg.last != 15 {
+		t.Fatalf("applied frame %d while a burst was announced", tg.last)
+	}
+	rv.giveUp()
+	if rv.AppliedThrough() != 20 || rv.Stats().HeldNow != 0 {
+		t.Fatalf("after giving up: through %d, %+v", rv.AppliedThrough(), rv.Stats())
+	}
+}
