@@ -297,7 +297,8 @@ func (r *joinRig) settle(maxTicks int) error {
 	for range maxTicks {
 		done := true
 		for _, cl := range r.cls {
-			if cl.c.Confirmed() != r.last || cl.c.Present() != r.last || cl.slink.PendingAckCount() != 0 {
+			if cl.c.Confirmed() != r.last || cl.c.Present() != r.last || cl.slink.PendingAckCount() != 0 ||
+				cl.link.asked || cl.link.wantResync || !cl.link.recv.sync { // a state burst is not on its way
 				done = false
 			}
 		}
@@ -332,7 +333,7 @@ func (r *joinRig) check() error {
 	}
 	for _, cl := range r.cls {
 		if got := cl.w.store.Checksum(); got != want.Checksum() {
-			return fmt.Errorf("client %d: state at frame %d differs from the server's: %s", cl.p, r.last, diffStores(cl.w.store, want))
+			return fmt.Errorf("client %d: state at frame %d differs from the server's: %s; %s", cl.p, r.last, diffStores(cl.w.store, want), joinStats(cl))
 		}
 	}
 	return nil
@@ -493,7 +494,7 @@ func runJoinCase(tb testing.TB, c joinCase) (joinOutcome, error) {
 }
 
 func joinStats(cl *joinClient) string {
-	return fmt.Sprintf("server link %+v; client link %+v; receiver %+v; client %+v", cl.slink.Stats(), cl.link.Stats(), cl.link.Receiver().Stats(), cl.c.Stats())
+	return fmt.Sprintf("server link %+v; client link %+v (last error %v); receiver %+v; client %+v (baseline %d, confirmed %d, present %d)", cl.slink.Stats(), cl.link.Stats(), cl.link.LastError(), cl.link.Receiver().Stats(), cl.c.Stats(), cl.c.Baseline(), cl.c.Confirmed(), cl.c.Present())
 }
 
 // Randomized joins: worlds from a few entities to -join.maxbytes of

@@ -855,6 +855,11 @@ type ClientLink[S State] struct {
 	annRewind uint32 // its MaxRewindFrames: final frames lag its newest by it
 	recs      []Record
 
+	// gating: since the install, the client has not sampled yet; as the
+	// stream shows the server moving on, so does the first frame it may
+	// sample (the catch-up after a long join takes several ticks).
+	gating bool
+
 	wantResync bool   // RequestResync, or a desync: ask on the next Flush
 	desynced   bool   // wantResync is a desync's
 	desyncRuns int    // resyncs asked for desyncs since the last calm stretch
@@ -952,6 +957,7 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 	}
 	if f, ok := l.ServerFrame(); ok {
 		l.c.SetSampleFrom(f + 1) // the server would refuse inputs for frames up to there
+		l.gating = true
 	}
 	l.sent = max(l.sent, frame) // inputs after frame that were sent stay sent (the client keeps them)
 	l.nSums = 0
@@ -965,9 +971,11 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 // frame the stream has carried since plus its MaxRewindFrames, whichever
 // is later; ok is false before the first announcement. It lags the server
 // by the one-way delay. After a join, the client samples inputs only for
-// frames after it (Client.SetSampleFrom, set at the install): the server
-// would refuse inputs for the frames before as too old. A game that has
-// just joined sets its clock from it — its tick frame = ServerFrame() +
+// frames after it (Client.SetSampleFrom, set at the install and moved on
+// with the stream until the client has sampled a frame: catching up after
+// a long join takes several ticks): the server would refuse inputs for the
+// frames before as too old. A game that has just joined sets its clock
+// from it — its tick frame = ServerFrame() + its round trip in frames +
 // the lead it keeps (a few frames; the time dilation then adjusts it).
 func (l *ClientLink[S]) ServerFrame() (uint32, bool) {
 	if !l.announced {
@@ -1003,6 +1011,13 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 		if err := l.recv.Unpack(m.Payload); err != nil {
 			l.st.UnpackErrors++
 			l.lastErr = err
+		}
+		if l.gating {
+			if l.c.Present() >= l.c.SampleFrom() {
+				l.gating = false // sampling has begun: the game's clock leads from here
+			} else if f, ok := l.ServerFrame(); ok {
+				l.c.SetSampleFrom(f + 1)
+			}
 		}
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshot && l.sink != nil:
 		l.asm.abort() // a whole snapshot replaces a partial one
@@ -1068,7 +1083,7 @@ func (l *ClientLink[S]) announce(b []byte) {
 	if l.sink == nil {
 		return
 	}
-	l.recv.reserveFor(int(min(size, MaxMaxFrameBytes)))
+	l.recv.reserveFor(int(min(size, MaxSnapshotParts*MaxSnapshotChunk)))
 	l.recv.expect(frame, l.haveFrame)
 }
 

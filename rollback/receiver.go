@@ -274,12 +274,14 @@ func (r *Receiver) Reset(baseline uint32) error {
 	return r.Drain()
 }
 
-// reserveFor raises the hold bound to at least n bytes while a snapshot of
-// about that size is being received: the stream arriving meanwhile must be
-// held until it is installed. The raise lasts until the next Reset and
-// then until the frames held fit MaxHeldBytes again.
+// reserveFor raises the hold bound to at least n bytes (at most the
+// largest snapshot a client link assembles, MaxSnapshotParts ×
+// MaxSnapshotChunk) while a snapshot of about that size is being
+// received: the stream arriving meanwhile must be held until it is
+// installed. The raise lasts until the next Reset and then until the
+// frames held fit MaxHeldBytes again.
 func (r *Receiver) reserveFor(n int) {
-	r.reserve = max(r.reserve, min(n, MaxMaxFrameBytes))
+	r.reserve = max(r.reserve, min(n, MaxSnapshotParts*MaxSnapshotChunk))
 	r.joining = true
 }
 
@@ -637,7 +639,7 @@ func (r *Receiver) giveUp() {
 	if r.sync || !r.resumable {
 		return
 	}
-	r.next, r.sync, r.resumable, r.floor = r.resume, true, false, 0
+	r.next, r.sync, r.resumable, r.floor, r.joining = r.resume, true, false, 0, false
 	_ = r.Drain() // ErrInStep cannot happen: OnMessage runs outside the client's Tick
 }
 
