@@ -365,7 +365,8 @@ func (c joinCase) String() string {
 
 // newJoinCase draws a scenario from seed: a world from a few entities to
 // maxBytes of background (log-uniform), 0–20 % loss, 5–80 ms of delay,
-// 1–4 joiners (and perhaps a resident client) joining at random times.
+// 1–4 joiners (and perhaps a resident client) joining at random times, or
+// all at the same tick (one case in three).
 func newJoinCase(seed uint64, maxBytes int) joinCase {
 	rng := rand.New(rand.NewPCG(seed, 0x101))
 	c := joinCase{seed: seed, rewind: 8 + rng.IntN(9)}
@@ -388,8 +389,13 @@ func newJoinCase(seed uint64, maxBytes int) joinCase {
 	if c.resident {
 		joiners = 1 + rng.IntN(3)
 	}
+	together := rng.IntN(3) == 0 // all at once, or each at its own time
+	at := 10 + rng.IntN(300)
 	for range joiners {
-		c.joins = append(c.joins, 10+rng.IntN(300))
+		if !together {
+			at = 10 + rng.IntN(300)
+		}
+		c.joins = append(c.joins, at)
 	}
 	return c
 }
@@ -498,11 +504,15 @@ func joinStats(cl *joinClient) string {
 }
 
 // Randomized joins: worlds from a few entities to -join.maxbytes of
-// background, 0–20 % loss, 1–4 joiners that play from their first frame,
-// joining at random times, with or without a client that was there from
-// the start. Every joiner settles within a bound proportional to its
-// snapshot, with at most one snapshot retry, and ends equal to the server
-// byte for byte. -join.seeds=N runs seeds 1..N; -join.seed=S one seed.
+// background, 0–20 % loss, 5–80 ms of delay, 1–4 joiners that play from
+// their first frame, joining at random times or all at once, with or
+// without a client that was there from the start. Every joiner installs
+// its snapshot within a bound proportional to its size and then catches
+// up within 1.5 s, with at most one snapshot retry, verifies checksums,
+// and ends equal to the server byte for byte: a desync the link did not
+// repair is a failure. A failing seed prints its reproduction.
+// -join.seeds=N runs seeds 1..N (default 6, a second or two);
+// -join.seed=S one seed; -join.v logs every seed's figures.
 func TestJoinRandomized(t *testing.T) {
 	seeds := []uint64{}
 	if *joinSeed != 0 {
