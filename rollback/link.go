@@ -305,18 +305,22 @@ func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.p
 // state bursts that repair the client — when the Replicator reports
 // NeedsResync (at most once per ring of frames, FrameCapacity, so a dead
 // link does not pile up bursts), or when the client asks (its Receiver
-// reports NeedsResync, or it refused a snapshot; a request made before the
-// last burst was sent is ignored, one after a refusal never is). Each snapshot is of the newest final frame F, sent as one
-// reliable message on LinkConfig.Stream (fragmented by the channel) or,
-// when larger than LinkConfig.SnapshotChunk, as consecutive part messages
-// on it, and the client's stream restarts after F (Resync). nil turns
-// snapshots off.
+// reports NeedsResync, a checksum did not match, the game called
+// ClientLink.RequestResync, or it refused a snapshot; a request made before
+// the last burst was sent is ignored, one after a refusal never is). Each
+// snapshot is of the newest final frame F, announced (0x07: F, its size,
+// the server's newest frame and MaxRewindFrames) and sent as one reliable
+// message on LinkConfig.Stream (fragmented by the channel) or, when larger
+// than LinkConfig.SnapshotChunk, as consecutive part messages on it, and
+// the client's stream restarts after F (Resync) at once: its slices go on
+// while the parts do. nil turns snapshots off.
 func (l *ServerLink[S]) SetSnapshots(src SnapshotSource) { l.snaps = src }
 
 // RequestSnapshot makes the next Flush that has a final frame send the
 // client a snapshot of it (SetSnapshots must be set) before any slice: the
-// join. Until it is sent — every part of a chunked one queued — no slice
-// is.
+// join. Until it is sent — its first part queued — no slice is; from then
+// on the stream continues after its frame, and the client holds it until
+// the snapshot is in.
 func (l *ServerLink[S]) RequestSnapshot() { l.snapWant = true }
 
 // OnMessage implements transport.Handler: an input message on the link's
@@ -446,15 +450,17 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 	l.st.Disconnected, l.st.Reason = true, reason
 }
 
-// Flush sends what the client is owed: up to SlicesPerFlush action slices
+// Flush sends what the client is owed: the reports of the inputs it
+// refused since the last Flush (0x08), up to SlicesPerFlush action slices
 // of the final frames after its baseline (Replicator.PackForPeer /
 // PackNext, budget as LinkConfig.Budget) — nothing when it is up to date,
 // or while MaxPendingRecords slices are in flight — and a checksum message
 // for the newest final frame (ChecksumEvery). A snapshot owed goes first
-// (SetSnapshots); while parts of a chunked one are left for the channel's
-// window to take, Flush queues as many as it accepts and sends nothing
-// else. The channel copies what it is given; the caller flushes it
-// afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
+// (SetSnapshots), announced (0x07); while parts of a chunked one are left
+// for the channel's window to take, Flush queues as many as it accepts and
+// sends the slices after the snapshot's frame, but no checksum or
+// time-dilation message. The channel copies what it is given; the caller
+// flushes it afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
 // channel errors other than back-pressure (transport.ErrQueueFull, counted
 // and retried next tick). Cost: the packs (bounded by the ring) and a copy
 // of each slice into the channel; a snapshot's encoding, a copy of it when
@@ -815,7 +821,7 @@ type pendingSum struct {
 // Client, checksum messages are verified once their frame is confirmed.
 // Each tick, after Client.Tick, Flush sends the inputs sampled since the
 // last Flush — one reliable message per frame, on LinkConfig.Stream — and
-// applies held slices the client now has room for; then the caller flushes
+// applies held frames the client now has room for; then the caller flushes
 // the channel.
 //
 // Tick order on the client: Channel.Receive for every datagram (slices
@@ -823,7 +829,7 @@ type pendingSum struct {
 // Channel.Flush. The initial snapshot is installed with
 // ClientLink.InstallSnapshot (never Client.InstallSnapshot directly, or the
 // receiver would not know the frame); until then nothing from the stream
-// is applied (S-H7) — slices are held.
+// is applied (S-H7) — its frames are held.
 //
 // A ClientLink belongs to the client's goroutine; it is not safe for
 // concurrent use. OnMessage and Flush allocate nothing in steady state.
@@ -919,10 +925,12 @@ func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error
 // buffer it keeps for the next one: at most MaxSnapshotParts ×
 // MaxSnapshotChunk bytes, the largest snapshot received) through sink — a
 // *Snapshotter of the client's store — each followed by InstallSnapshot of
-// its frame; and ask the
-// server for a state burst, once per install, when its Receiver reports
-// NeedsResync. nil turns that off (snapshot messages are then counted as
-// Malformed, and the caller installs snapshots itself).
+// its frame; hold the stream while a snapshot the server announced is on
+// its way (the receiver's bound raised to its size); and ask the server
+// for a state burst, once per install, when its Receiver reports
+// NeedsResync, a checksum does not match (MaxDesyncResyncs) or the game
+// calls RequestResync. nil turns that off (snapshot messages are then
+// counted as Malformed, and the caller installs snapshots itself).
 func (l *ClientLink[S]) SetSnapshots(sink SnapshotSink) { l.sink = sink }
 
 // Client returns the client the link drives.
@@ -949,8 +957,9 @@ func (l *ClientLink[S]) LastError() error { return l.lastErr }
 // InstallSnapshot installs the initial snapshot (or a later state burst)
 // of the end of frame, which the caller has written into the state:
 // Client.InstallSnapshot, then the receiver continues the stream at
-// frame+1, applying any slices it held (S-H7). Errors are those of
-// Client.InstallSnapshot and Receiver.Reset.
+// frame+1, applying any frames it held (S-H7). After an announcement, the
+// client samples from the frame after ServerFrame (SetSampleFrom). Errors
+// are those of Client.InstallSnapshot and Receiver.Reset.
 func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 	if err := l.c.InstallSnapshot(frame); err != nil {
 		return err
@@ -1001,7 +1010,9 @@ func (l *ClientLink[S]) RequestResync() { l.wantResync = true }
 // slice for the Receiver (Receiver.Unpack; a refused one is counted and
 // kept in LastError), a checksum message on the link's stream is queued
 // for verification, a snapshot (or the last of its parts) is installed
-// (SetSnapshots), anything else goes to LinkConfig.OnOther. A snapshot
+// (SetSnapshots), an announcement readies the receiver for the snapshot
+// that follows, a refusal report takes the input out of the client
+// (Client.Refused), anything else goes to LinkConfig.OnOther. A snapshot
 // part that does not continue the assembly in progress drops it (Stats:
 // Malformed, SnapshotErrors; LastError) and the store is left as it was.
 func (l *ClientLink[S]) OnMessage(m transport.Message) {
@@ -1176,10 +1187,10 @@ func (l *ClientLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 
 // Flush sends the own inputs of every frame predicted since the last
 // Flush, one reliable message per frame with inputs (oldest first; on
-// back-pressure the rest wait for the next Flush), applies held slices the
-// client has room for again (Receiver.Drain), and verifies the queued
-// server checksums whose frames are now confirmed. Call it after
-// Client.Tick. Errors: channel errors other than back-pressure, and the
+// back-pressure the rest wait for the next Flush), applies held frames the
+// client has room for again (Receiver.Drain), verifies the queued server
+// checksums whose frames are now confirmed, and sends a request for a
+// state burst if one is wanted. Call it after Client.Tick. Errors: channel errors other than back-pressure, and the
 // receiver's.
 func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 	if l.c.Ready() {
