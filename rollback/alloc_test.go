@@ -12,7 +12,46 @@ func TestNoAllocs(t *testing.T) {
 	t.Run("client", testNoAllocsClient)
 	t.Run("pack", testNoAllocsPack)
 	t.Run("unpack", testNoAllocsUnpack)
+	t.Run("held", testNoAllocsHeld)
 	t.Run("links", testNoAllocsLinks)
+}
+
+// One iteration is a join's worth of holding: a snapshot is announced
+// (expect), twelve overlapping slices arrive and are held frame by frame,
+// the snapshot is installed (Reset) and the 16 frames held are applied.
+func testNoAllocsHeld(t *testing.T) {
+	w, r := streamWorld(t, 30)
+	var slices [][]byte
+	for k := uint32(1); k <= 12; k++ {
+		slices = append(slices, packRange(t, r, 5, k, k+4))
+	}
+	tg := newRecTarget(t, 5)
+	tg.noCopy = true
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
+	none := func(uint32) ([]Record, bool) { return nil, false }
+	op := func() {
+		rv.expect(0, none)
+		for _, b := range slices {
+			if err := rv.Unpack(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tg.started = false
+		if err := rv.Reset(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = rv.Reset(0)
+	for range 4 {
+		op()
+	}
+	before := rv.Stats()
+	if allocs := testing.AllocsPerRun(100, op); allocs != 0 {
+		t.Fatalf("holding and applying a join's frames allocates %.1f times", allocs)
+	}
+	if st := rv.Stats(); st.Held-before.Held < 100*16 || st.Frames-before.Frames < 100*16 || st.HeldNow != 0 {
+		t.Fatalf("the measured path did not run: %+v", st)
+	}
 }
 
 // One iteration is a server-shaped tick: begin a frame, execute a mix of

@@ -98,7 +98,8 @@ type InputBuffer struct {
 
 	sampling bool
 	frame    uint32
-	first    int // index of the sampled frame's first input
+	first    int  // index of the sampled frame's first input
+	holes    bool // remove left payload bytes behind: prune compacts
 
 	maxPerFrame int
 	maxBytes    int
@@ -165,32 +166,45 @@ func (b *InputBuffer) run(f uint32) (lo, hi int) {
 	return lo, hi
 }
 
-// prune forgets the inputs of frames up to through, compacting the rest.
+// prune forgets the inputs of frames up to through, compacting the rest
+// (and the payload bytes of inputs removed since the last prune).
 func (b *InputBuffer) prune(through uint32) {
 	n := 0
 	for n < len(b.recs) && b.recs[n].frame <= through {
 		n++
 	}
-	if n == 0 {
+	if n == 0 && !b.holes {
 		return
 	}
+	b.holes = false
 	rest := b.recs[n:]
 	if len(rest) == 0 {
 		b.recs, b.buf = b.recs[:0], b.buf[:0]
 		return
 	}
-	shift := rest[0].off
-	copy(b.buf, b.buf[shift:])
-	b.buf = b.buf[:len(b.buf)-int(shift)]
-	for i := range rest {
-		rest[i].off -= shift
+	w := uint32(0)
+	for i := range rest { // offsets ascend, so each copy moves bytes forward
+		r := &rest[i]
+		copy(b.buf[w:], b.buf[r.off:r.off+r.n])
+		r.off = w
+		w += r.n
 	}
+	b.buf = b.buf[:w]
 	b.recs = b.recs[:copy(b.recs, rest)]
 }
 
-func (b *InputBuffer) reset() {
-	b.recs, b.buf = b.recs[:0], b.buf[:0]
-	b.sampling = false
+// remove forgets the input (typ, e, payload) of frame f, if held; the
+// payload bytes stay in buf until the next prune compacts it.
+func (b *InputBuffer) remove(f uint32, typ ActionTypeID, e Entity, payload []byte) {
+	lo, hi := b.run(f)
+	for i := lo; i < hi; i++ {
+		r := &b.recs[i]
+		if r.typ == typ && r.e == e && bytes.Equal(b.payload(r), payload) {
+			b.recs = append(b.recs[:i], b.recs[i+1:]...)
+			b.holes = true
+			return
+		}
+	}
 }
 
 // ClientHooks are optional callbacks for events the client reports. They run
@@ -325,11 +339,12 @@ type Client[S State] struct {
 	hooks ClientHooks
 	stats ClientStats
 
-	ready     bool
-	busy      bool // inside Tick, Reconcile or a hook/sampler they call
-	baseline  uint32
-	present   uint32 // newest frame simulated
-	confirmed uint32 // every frame up to here is confirmed and applied
+	ready      bool
+	busy       bool // inside Tick, Reconcile or a hook/sampler they call
+	baseline   uint32
+	present    uint32 // newest frame simulated
+	confirmed  uint32 // every frame up to here is confirmed and applied
+	sampleFrom uint32 // the sampler runs for predicted frames from here on
 
 	slots       []confSlot // by frame % FrameCapacity
 	staged      int
@@ -339,6 +354,7 @@ type Client[S State] struct {
 	mem   frameCopy
 	sums  checksumRing
 	hasCS bool
+	fix   []Record // Refused: a frame's records without the refused input
 }
 
 // NewClient builds the client of peer (0–253) over x, which it drives from
@@ -422,26 +438,149 @@ func (c *Client[S]) Confirmed() uint32 { return c.confirmed }
 // InstallSnapshot marks the initial snapshot (or a later state burst)
 // installed: the state as of the end of frame — written into the store by
 // the caller before this call, with the store's own methods — is the new
-// baseline. The log is reset, staged confirmations and unconfirmed inputs
-// are discarded, and the client becomes ready: the next Tick predicts
-// frame+1 (S-H7). Called from inside Tick it returns ErrInStep.
+// baseline. The log is reset, staged confirmations are discarded, and the
+// client becomes ready: the next Tick simulates frame+1 (S-H7).
+//
+// The unconfirmed own inputs for frames after frame are kept (those up to
+// it are in the snapshot): they were sampled and sent, the server has them
+// or reports refusing them (Refused), and the stream will confirm them;
+// the sampler is not run again for any frame already simulated before the
+// install (SampleFrom: frame+1, or one past the old present). Called from
+// inside Tick it returns ErrInStep.
 func (c *Client[S]) InstallSnapshot(frame uint32) error {
 	if c.busy {
 		return ErrInStep
 	}
+	from := frame
+	if c.ready {
+		from = max(from, c.present)
+	}
 	c.log.Reset()
 	c.baseline, c.present, c.confirmed = frame, frame, frame
+	c.sampleFrom = from + 1
 	for i := range c.slots {
 		c.slots[i].state = confNone
 	}
 	c.staged, c.stagedBytes = 0, 0
-	c.in.reset()
+	c.in.sampling = false
+	c.in.prune(frame)
 	if c.hasCS {
 		c.sums.reset()
 	}
 	c.ready = true
 	c.stats.Snapshots++
 	return nil
+}
+
+// SampleFrom returns the first frame the sampler is called for: a frame
+// before it that the client predicts is simulated without new own inputs.
+func (c *Client[S]) SampleFrom() uint32 { return c.sampleFrom }
+
+// SetSampleFrom makes the client call the sampler only for frames from
+// frame on (it never lowers the frame InstallSnapshot set): after a join
+// the frames up to the server's newest are final, or will be before an
+// input for them arrives, and the server would refuse their inputs
+// (DropTooOld). ClientLink sets it from what the server announces with
+// its snapshot (ClientLink.ServerFrame).
+func (c *Client[S]) SetSampleFrom(frame uint32) { c.sampleFrom = max(c.sampleFrom, frame) }
+
+// Refused takes the server's report that it refused one of the client's
+// own inputs — action type typ on entity e with payload, for frame — so
+// that its frame will never hold it: the input leaves the unconfirmed
+// history (PendingInputs), a staged confirmation of the frame that put it
+// back loses it, and a frame already applied with it is corrected (staged
+// again without it and replayed by the next Tick or Reconcile, as Confirm
+// does with a correction). A frame at or before the baseline is ignored
+// (the snapshot is the server's state); so is an input the client does
+// not hold. Errors: ErrNotReady, ErrInStep, ErrTooOld when the frame was
+// applied and the ring no longer holds it (the remedy is a state burst).
+func (c *Client[S]) Refused(frame uint32, typ ActionTypeID, e Entity, payload []byte) error {
+	if c.busy {
+		return ErrInStep
+	}
+	if !c.ready {
+		return ErrNotReady
+	}
+	if frame <= c.baseline {
+		return nil
+	}
+	c.in.remove(frame, typ, e, payload)
+	sl, st := c.slot(frame)
+	switch {
+	case st == confStaged:
+		for i := range sl.recs {
+			r := &sl.recs[i]
+			if r.sender == c.peer && r.typ == typ && r.e == e && bytes.Equal(sl.buf[r.off:r.off+r.n], payload) {
+				sl.recs = append(sl.recs[:i], sl.recs[i+1:]...) // its bytes stay counted until applied
+				break
+			}
+		}
+		return nil
+	case frame <= c.confirmed || st == confApplied:
+		v, err := c.log.Frame(frame)
+		if err != nil {
+			return ErrTooOld
+		}
+		c.fix = c.fix[:0]
+		found := false
+		for i := range v.Len() {
+			r := v.Record(i)
+			if !found && r.Sender == c.peer && r.Type == typ && r.Entity == e && bytes.Equal(r.Payload, payload) {
+				found = true
+				continue
+			}
+			c.fix = append(c.fix, r)
+		}
+		if !found {
+			return nil
+		}
+		return c.Confirm(frame, c.fix) // a correction: staged again, replayed
+	}
+	return nil
+}
+
+// ownInputs counts the records of the client's own peer in the log's copy
+// of frame f; ok is false when the log does not hold f.
+func (c *Client[S]) ownInputs(f uint32) (n int, ok bool) {
+	v, err := c.log.Frame(f)
+	if err != nil {
+		return 0, false
+	}
+	for i := range v.Len() {
+		if v.Record(i).Sender == c.peer {
+			n++
+		}
+	}
+	return n, true
+}
+
+// appendFrame appends the records the client holds for frame f — staged
+// (received, not applied yet) or applied (its log frame) — and reports
+// whether it holds f at all. The payloads alias the client's buffers and
+// stay valid until the next Confirm, Tick, Reconcile or InstallSnapshot.
+func (c *Client[S]) appendFrame(dst []Record, f uint32) ([]Record, bool) {
+	if !c.ready || f <= c.baseline {
+		return dst, false
+	}
+	sl, st := c.slot(f)
+	switch {
+	case st == confStaged:
+		for i := range sl.recs {
+			r := &sl.recs[i]
+			dst = append(dst, Record{Sender: r.sender, Type: r.typ, Entity: r.e, Payload: sl.buf[r.off : r.off+r.n : r.off+r.n]})
+		}
+		return dst, true
+	case f <= c.confirmed || st == confApplied:
+		v, err := c.log.Frame(f)
+		if err != nil {
+			return dst, false
+		}
+		for i := range v.Len() {
+			dst = append(dst, v.Record(i))
+		}
+		return dst, true
+	}
+	return dst, false
 }
 
 // Confirm stages the authoritative records of frame — all of them, in the
@@ -781,7 +920,7 @@ func (c *Client[S]) simulate(f uint32, replay bool) error {
 		st = confNone
 		if !replay {
 			c.stats.FramesPredicted++
-			if c.sample != nil {
+			if c.sample != nil && f >= c.sampleFrom {
 				c.in.sampling, c.in.frame, c.in.first = true, f, len(c.in.recs)
 				c.sample(f, &c.in)
 				c.in.sampling = false

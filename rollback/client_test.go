@@ -764,3 +764,108 @@ func TestClientReconcilesToServer(t *testing.T) {
 	t.Logf("client %+v", cs)
 	t.Logf("server rewinds %d, too old %d, duplicates %d", ss.Rewinds, ss.Dropped[DropTooOld], ss.Duplicates)
 }
+
+// A refused own input leaves the prediction wherever it is: still
+// unconfirmed (frame 5: out of PendingInputs), in a staged confirmation
+// that put it back (frame 4), or in a frame already applied (frame 2:
+// corrected, replayed). Afterwards the client equals a client whose
+// sampler never gave those inputs, fed the same confirmations.
+func TestClientRefused(t *testing.T) {
+	refused := map[uint32]bool{2: true, 4: true, 5: true}
+	var wa, wb *world
+	full := moveSampler(&wa, 0)
+	wa, a := newClientWorld(t, Config{}, 0, full, true, ClientConfig{Checksum: func() uint64 { return wa.store.Checksum() }})
+	inner := moveSampler(&wb, 0)
+	wb, b := newClientWorld(t, Config{}, 0, func(f uint32, in *InputBuffer) {
+		if !refused[f] {
+			inner(f, in)
+		}
+	}, true, ClientConfig{})
+	for _, c := range []*Client[*Store]{a, b} {
+		if err := c.InstallSnapshot(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Tick(6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server's frames: b's, which never had the refused inputs.
+	server := func(f uint32) []Record {
+		v := mustFrame(t, wb.log, f)
+		var recs []Record
+		for i := range v.Len() {
+			r := v.Record(i)
+			r.Payload = bytes.Clone(r.Payload)
+			recs = append(recs, r)
+		}
+		return recs
+	}
+	confirm := func(c *Client[*Store], f uint32, recs []Record) {
+		t.Helper()
+		if err := c.Confirm(f, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := func(f uint32) Input { // a's input for f the server refused
+		for _, in := range a.PendingInputs(nil) {
+			if in.Frame == f {
+				in.Payload = bytes.Clone(in.Payload)
+				return in
+			}
+		}
+		t.Fatalf("no input for frame %d", f)
+		return Input{}
+	}
+	in2, in4, in5 := mine(2), mine(4), mine(5)
+	// Frames 1–3 confirmed as a predicted them (the refusal of frame 2's
+	// input not known yet), frame 4 staged with its input put back.
+	for f := uint32(1); f <= 3; f++ {
+		v := mustFrame(t, wa.log, f)
+		var recs []Record
+		for i := range v.Len() {
+			r := v.Record(i)
+			r.Payload = bytes.Clone(r.Payload)
+			recs = append(recs, r)
+		}
+		confirm(a, f, recs)
+	}
+	if err := a.Reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	confirm(a, 4, append(server(4), Record{Sender: 0, Type: in4.Type, Entity: in4.Entity, Payload: in4.Payload}))
+	if a.Confirmed() != 3 {
+		t.Fatalf("confirmed %d", a.Confirmed())
+	}
+	for _, in := range []Input{in2, in4, in5} {
+		if err := a.Refused(in.Frame, in.Type, in.Entity, in.Payload); err != nil {
+			t.Fatalf("Refused(frame %d): %v", in.Frame, err)
+		}
+	}
+	for _, in := range a.PendingInputs(nil) {
+		if refused[in.Frame] {
+			t.Fatalf("refused input of frame %d still pending", in.Frame)
+		}
+	}
+	if a.Stats().ConfirmCorrections != 1 {
+		t.Fatalf("frame 2 not corrected: %+v", a.Stats())
+	}
+	for f := uint32(1); f <= 6; f++ {
+		if f > 4 {
+			confirm(a, f, server(f))
+		}
+		confirm(b, f, server(f))
+	}
+	for _, c := range []*Client[*Store]{a, b} {
+		if err := c.Tick(6); err != nil {
+			t.Fatal(err)
+		}
+		if c.Confirmed() != 6 {
+			t.Fatalf("confirmed %d", c.Confirmed())
+		}
+	}
+	sameStores(t, wa.store, wb.store, "client after the refusals")
+	sameLogs(t, wa.log, wb.log, 1, 6)
+	if err := a.Refused(0, in2.Type, in2.Entity, in2.Payload); err != nil { // before the baseline: ignored
+		t.Fatal(err)
+	}
+}

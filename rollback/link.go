@@ -42,6 +42,21 @@ const (
 	// msgSnapshotPart: server → client, one part of a compressed snapshot
 	// larger than LinkConfig.SnapshotChunk.
 	msgSnapshotPart byte = 0x06
+	// msgAnnounce: server → client, a snapshot follows (its frame and size)
+	// and where the server is (its newest frame and MaxRewindFrames).
+	msgAnnounce byte = 0x07
+	// msgRefused: server → client, one of the client's inputs refused.
+	msgRefused byte = 0x08
+)
+
+// Sizes of the fixed-size link messages.
+const (
+	announceLen = 1 + 4 + 4 + 4 + 4
+	// maxRefusalBytes bounds the refusal messages a ServerLink keeps for
+	// the next Flushes (back-pressure); beyond it they are dropped and
+	// counted (RefusalsDropped) — the client's checksum then catches the
+	// divergence and asks for a state burst.
+	maxRefusalBytes = 16 << 10
 )
 
 // StreamChannel is the part of a transport.Channel the links use;
@@ -169,8 +184,12 @@ func (c LinkConfig) WithDefaults() LinkConfig {
 type ServerLinkStats struct {
 	// InputMessages counts input messages received; InputsAccepted and
 	// InputsRefused how Server.SubmitInput took their inputs (the server's
-	// own counters give the refusal reasons).
+	// own counters give the refusal reasons). RefusalsSent counts the
+	// refusals reported back to the client (one message each),
+	// RefusalsDropped those that did not fit maxRefusalBytes while the
+	// channel pushed back.
 	InputMessages, InputsAccepted, InputsRefused uint64
+	RefusalsSent, RefusalsDropped                uint64
 	// Malformed counts messages on the link's stream that failed to parse
 	// (dropped whole); Other those the link does not handle.
 	Malformed, Other uint64
@@ -237,6 +256,11 @@ type ServerLink[S State] struct {
 	snapSent bool   // lastSnap is valid
 	lastSnap uint32 // frame of the last snapshot sent
 	parts    snapshotParts
+	ann      []byte // the announcement before a snapshot
+	annSent  bool   // the snapshot wanted has been announced
+
+	refs    []byte  // refusal messages waiting for the channel, back to back
+	refEnds []int32 // the end of each in refs
 }
 
 // NewServerLink returns the link for client peer, whose state is a snapshot
@@ -281,18 +305,22 @@ func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.p
 // state bursts that repair the client — when the Replicator reports
 // NeedsResync (at most once per ring of frames, FrameCapacity, so a dead
 // link does not pile up bursts), or when the client asks (its Receiver
-// reports NeedsResync, or it refused a snapshot; a request made before the
-// last burst was sent is ignored, one after a refusal never is). Each snapshot is of the newest final frame F, sent as one
-// reliable message on LinkConfig.Stream (fragmented by the channel) or,
-// when larger than LinkConfig.SnapshotChunk, as consecutive part messages
-// on it, and the client's stream restarts after F (Resync). nil turns
-// snapshots off.
+// reports NeedsResync, a checksum did not match, the game called
+// ClientLink.RequestResync, or it refused a snapshot; a request made before
+// the last burst was sent is ignored, one after a refusal never is). Each
+// snapshot is of the newest final frame F, announced (0x07: F, its size,
+// the server's newest frame and MaxRewindFrames) and sent as one reliable
+// message on LinkConfig.Stream (fragmented by the channel) or, when larger
+// than LinkConfig.SnapshotChunk, as consecutive part messages on it, and
+// the client's stream restarts after F (Resync) at once: its slices go on
+// while the parts do. nil turns snapshots off.
 func (l *ServerLink[S]) SetSnapshots(src SnapshotSource) { l.snaps = src }
 
 // RequestSnapshot makes the next Flush that has a final frame send the
 // client a snapshot of it (SetSnapshots must be set) before any slice: the
-// join. Until it is sent — every part of a chunked one queued — no slice
-// is.
+// join. Until it is sent — its first part queued — no slice is; from then
+// on the stream continues after its frame, and the client holds it until
+// the snapshot is in.
 func (l *ServerLink[S]) RequestSnapshot() { l.snapWant = true }
 
 // OnMessage implements transport.Handler: an input message on the link's
@@ -336,10 +364,78 @@ func (l *ServerLink[S]) OnMessage(m transport.Message) {
 		recs = recs[k:]
 		if err := l.srv.SubmitInput(frame, l.peer, ActionTypeID(r.Type), Entity(r.Entity), r.Payload); err != nil {
 			l.st.InputsRefused++
+			l.refuse(frame, err, r)
 		} else {
 			l.st.InputsAccepted++
 		}
 	}
+}
+
+// refuse queues the report of a refused input for the next Flush: kind,
+// frame, the reason (DropReason) and the input as the client sent it.
+func (l *ServerLink[S]) refuse(frame uint32, err error, r wire.ActionRecord) {
+	reason, ok := refusalReason(err)
+	if !ok {
+		return
+	}
+	if len(l.refs)+1+4+1+wire.ActionRecordLen(r) > maxRefusalBytes {
+		l.st.RefusalsDropped++
+		return
+	}
+	l.refs = append(l.refs, msgRefused)
+	l.refs = wire.AppendUint32(l.refs, frame)
+	l.refs = append(l.refs, byte(reason))
+	l.refs = wire.AppendActionRecord(l.refs, r)
+	l.refEnds = append(l.refEnds, int32(len(l.refs)))
+}
+
+// refusalReason maps a Server.SubmitInput error to its drop reason; ok is
+// false for an error that is not a refusal of the input (ErrInStep).
+func refusalReason(err error) (DropReason, bool) {
+	switch {
+	case errors.Is(err, ErrTooOld):
+		return DropTooOld, true
+	case errors.Is(err, ErrTooFarAhead):
+		return DropTooFarAhead, true
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrStaleEntity):
+		return DropNotOwner, true
+	case errors.Is(err, ErrPendingFull):
+		return DropPendingFull, true
+	case errors.Is(err, ErrUnknownAction), errors.Is(err, ErrMalformed):
+		return DropMalformed, true
+	case errors.Is(err, ErrNotPeer):
+		return DropNotPeer, true
+	}
+	return 0, false
+}
+
+// flushRefusals sends the queued refusal reports, oldest first, as far as
+// the channel takes them.
+func (l *ServerLink[S]) flushRefusals(ch StreamChannel) error {
+	start, n := int32(0), 0
+	for _, end := range l.refEnds {
+		if _, err := ch.SendReliable(l.cfg.Stream, l.refs[start:end]); err != nil {
+			if !errors.Is(err, transport.ErrQueueFull) {
+				return err
+			}
+			l.st.QueueFull++
+			break
+		}
+		l.st.RefusalsSent++
+		start = end
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	rest := copy(l.refs, l.refs[start:])
+	l.refs = l.refs[:rest]
+	k := copy(l.refEnds, l.refEnds[n:])
+	l.refEnds = l.refEnds[:k]
+	for i := range l.refEnds {
+		l.refEnds[i] -= start
+	}
+	return nil
 }
 
 // OnRecord implements transport.Handler: the verdict on a slice goes to
@@ -354,15 +450,17 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 	l.st.Disconnected, l.st.Reason = true, reason
 }
 
-// Flush sends what the client is owed: up to SlicesPerFlush action slices
+// Flush sends what the client is owed: the reports of the inputs it
+// refused since the last Flush (0x08), up to SlicesPerFlush action slices
 // of the final frames after its baseline (Replicator.PackForPeer /
 // PackNext, budget as LinkConfig.Budget) — nothing when it is up to date,
 // or while MaxPendingRecords slices are in flight — and a checksum message
 // for the newest final frame (ChecksumEvery). A snapshot owed goes first
-// (SetSnapshots); while parts of a chunked one are left for the channel's
-// window to take, Flush queues as many as it accepts and sends nothing
-// else. The channel copies what it is given; the caller flushes it
-// afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
+// (SetSnapshots), announced (0x07); while parts of a chunked one are left
+// for the channel's window to take, Flush queues as many as it accepts and
+// sends the slices after the snapshot's frame, but no checksum or
+// time-dilation message. The channel copies what it is given; the caller
+// flushes it afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
 // channel errors other than back-pressure (transport.ErrQueueFull, counted
 // and retried next tick). Cost: the packs (bounded by the ring) and a copy
 // of each slice into the channel; a snapshot's encoding, a copy of it when
@@ -372,27 +470,39 @@ func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 		return ErrUnknownPeer
 	}
 	if l.parts.pending() {
-		if done, err := l.flushParts(ch); err != nil || !done {
+		if _, err := l.flushParts(ch); err != nil {
 			return err
 		}
+	}
+	if err := l.flushRefusals(ch); err != nil {
+		return err
 	}
 	ft, ok := l.srv.FinalThrough()
 	if !ok {
 		return nil
 	}
-	if l.snaps != nil {
+	if l.snaps != nil && !l.parts.pending() {
 		if !l.snapWant && l.repl.NeedsResync(l.peer) &&
 			(!l.snapSent || uint64(ft) >= uint64(l.lastSnap)+uint64(l.repl.Log().FrameCapacity())) {
 			l.snapWant = true
 		}
 		if l.snapWant {
-			if sent, err := l.sendSnapshot(ch, ft); err != nil || !sent {
+			if err := l.sendSnapshot(ch, ft); err != nil {
 				return err
 			}
 		}
 	}
+	if l.snapWant && !l.parts.pending() {
+		return nil // not even started: the stream restarts after it (a joiner has none before)
+	}
+	// The stream goes on while parts wait (its slices are records, not on
+	// the reliable stream): the client holds what arrives before the
+	// snapshot is in, and the frames cannot age out meanwhile.
 	if err := l.flushSlices(ch, ft); err != nil {
 		return err
+	}
+	if l.parts.pending() {
+		return nil // the reliable stream is the snapshot's until every part is queued
 	}
 	if err := l.flushDilation(ch, ft); err != nil {
 		return err
@@ -427,33 +537,52 @@ func (l *ServerLink[S]) flushDilation(ch StreamChannel, ft uint32) error {
 	return nil
 }
 
-// sendSnapshot sends the client a snapshot of final frame ft and restarts
-// its stream after ft; sent is false on back-pressure (retried next tick)
-// and while parts of a chunked snapshot remain (continued by the next
-// Flushes, flushParts).
-func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) (sent bool, err error) {
+// sendSnapshot sends the client a snapshot of final frame ft — first the
+// announcement (msgAnnounce: ft, the snapshot's size, the server's newest
+// frame and MaxRewindFrames), then the snapshot message or its first
+// parts — and restarts its stream after ft once the snapshot (or its
+// first part) is queued. On back-pressure before that, snapWant stays set
+// and a fresh snapshot is taken next tick; parts left over are continued
+// by the next Flushes (flushParts).
+func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) error {
 	out, err := l.snaps.AppendSnapshot(append(l.msg[:0], msgSnapshot), l.peer, ft)
 	if err != nil {
-		return false, err
+		return err
 	}
 	l.msg = out
+	if !l.annSent {
+		// Once per snapshot wanted: an announcement of an older frame, left
+		// by a snapshot that did not fit, only makes the client hold a few
+		// frames more.
+		newest, _ := l.srv.Frame()
+		l.ann = append(l.ann[:0], msgAnnounce)
+		l.ann = wire.AppendUint32(l.ann, ft)
+		l.ann = wire.AppendUint32(l.ann, uint32(len(out)-1))
+		l.ann = wire.AppendUint32(l.ann, newest)
+		l.ann = wire.AppendUint32(l.ann, uint32(l.srv.Config().MaxRewindFrames))
+		if _, err := ch.SendReliable(l.cfg.Stream, l.ann); err != nil {
+			if errors.Is(err, transport.ErrQueueFull) {
+				l.st.QueueFull++
+				return nil
+			}
+			return err
+		}
+		l.annSent = true
+	}
 	if len(out) > 1+l.cfg.SnapshotChunk {
 		return l.sendParts(ch, ft, out)
 	}
 	if _, err := ch.SendReliable(l.cfg.Stream, out); err != nil {
 		if errors.Is(err, transport.ErrQueueFull) {
 			l.st.QueueFull++
-			return false, nil
+			return nil
 		}
 		if errors.Is(err, transport.ErrTooLarge) {
-			return false, fmt.Errorf("%w: %d-byte snapshot: %w", ErrSnapshotTooLarge, len(out), err)
+			return fmt.Errorf("%w: %d-byte snapshot: %w", ErrSnapshotTooLarge, len(out), err)
 		}
-		return false, err
+		return err
 	}
-	if err := l.snapshotQueued(ft, len(out)); err != nil {
-		return false, err
-	}
-	return true, nil
+	return l.snapshotQueued(ft, len(out))
 }
 
 // snapshotQueued restarts the client's stream after ft once the snapshot
@@ -462,7 +591,7 @@ func (l *ServerLink[S]) snapshotQueued(ft uint32, size int) error {
 	if err := l.repl.Resync(l.peer, ft); err != nil {
 		return err
 	}
-	l.snapWant, l.snapSent, l.lastSnap = false, true, ft
+	l.snapWant, l.snapSent, l.lastSnap, l.annSent = false, true, ft, false
 	l.st.Snapshots++
 	l.st.SnapshotBytes += uint64(size)
 	return nil
@@ -470,28 +599,25 @@ func (l *ServerLink[S]) snapshotQueued(ft uint32, size int) error {
 
 // sendParts starts sending msg, the snapshot message of final frame ft, as
 // parts; the snapshot counts as sent (Resync) once its first part is
-// queued. sent is true when every part is.
-func (l *ServerLink[S]) sendParts(ch StreamChannel, ft uint32, msg []byte) (sent bool, err error) {
+// queued.
+func (l *ServerLink[S]) sendParts(ch StreamChannel, ft uint32, msg []byte) error {
 	if err := l.parts.start(msg[1:], ft, l.cfg.SnapshotChunk); err != nil {
-		return false, err
+		return err
 	}
 	n, done, err := l.parts.next(ch)
 	l.st.SnapshotParts += uint64(n)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if n == 0 {
 		l.parts.reset() // nothing queued: a fresh snapshot next tick
 		l.st.QueueFull++
-		return false, nil
-	}
-	if err := l.snapshotQueued(ft, len(msg)); err != nil {
-		return false, err
+		return nil
 	}
 	if !done {
 		l.st.QueueFull++
 	}
-	return done, nil
+	return l.snapshotQueued(ft, len(msg))
 }
 
 // flushParts queues the parts of a chunked snapshot the channel refused
@@ -571,9 +697,18 @@ func (l *ServerLink[S]) flushChecksum(ch StreamChannel, ft uint32) error {
 	if !ok || !final {
 		return nil
 	}
+	own := 0 // the client's inputs the frame holds: a client that applied more waits for their refusal
+	if v, err := l.repl.Log().Frame(ft); err == nil {
+		for i := range v.Len() {
+			if v.Record(i).Sender == l.peer {
+				own++
+			}
+		}
+	}
 	l.msg = append(l.msg[:0], msgChecksum)
 	l.msg = wire.AppendUint32(l.msg, ft)
 	l.msg = wire.AppendUint64(l.msg, sum)
+	l.msg = wire.AppendUvarint(l.msg, uint64(own))
 	if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
 		if errors.Is(err, transport.ErrQueueFull) {
 			l.st.QueueFull++
@@ -643,8 +778,11 @@ type ClientLinkStats struct {
 	// that matched the client's state, Desyncs those that did not
 	// (Client.VerifyChecksum: ErrDesync, also counted by the client and
 	// reported to ClientHooks.OnDesync); ChecksumsSkipped those the client
-	// could not check (ErrFrameNotHeld, or the queue was full).
-	ChecksumsReceived, ChecksumsVerified, Desyncs, ChecksumsSkipped uint64
+	// could not check (ErrFrameNotHeld, or the queue was full);
+	// ChecksumsDeferred counts the checks put off because the client's
+	// frame holds more of its inputs than the server's (a refusal on its
+	// way), once per Flush.
+	ChecksumsReceived, ChecksumsVerified, Desyncs, ChecksumsSkipped, ChecksumsDeferred uint64
 	// Malformed counts messages on the link's stream that failed to parse;
 	// Other those the link does not handle; Records verdicts for records
 	// (the client link sends none).
@@ -655,8 +793,16 @@ type ClientLinkStats struct {
 	// and chunked ones dropped mid-assembly by a part that did not fit
 	// (the error is in LastError; the state is unchanged); SnapshotParts
 	// the snapshot parts accepted (a refused part counts as Malformed);
-	// ResyncRequests the state bursts asked for.
-	Snapshots, SnapshotErrors, SnapshotParts, ResyncRequests uint64
+	// Announcements the server's announcements of a snapshot;
+	// ResyncRequests the state bursts asked for, of which DesyncResyncs
+	// because a checksum did not match.
+	Snapshots, SnapshotErrors, SnapshotParts, Announcements uint64
+	ResyncRequests, DesyncResyncs                           uint64
+	// InputsRefused counts the server's reports of an own input it refused
+	// (Client.Refused took it out); RefusalErrors those the client could
+	// not take back (a frame already out of its ring: the checksum then
+	// asks for a state burst).
+	InputsRefused, RefusalErrors uint64
 	// Disconnected is set by a Disconnect frame from the server, with its
 	// reason.
 	Disconnected bool
@@ -666,6 +812,7 @@ type ClientLinkStats struct {
 type pendingSum struct {
 	frame uint32
 	sum   uint64
+	own   uint64 // the client's own inputs the server's frame holds
 }
 
 // ClientLink is the client's side of the action stream — the action-stream
@@ -674,7 +821,7 @@ type pendingSum struct {
 // Client, checksum messages are verified once their frame is confirmed.
 // Each tick, after Client.Tick, Flush sends the inputs sampled since the
 // last Flush — one reliable message per frame, on LinkConfig.Stream — and
-// applies held slices the client now has room for; then the caller flushes
+// applies held frames the client now has room for; then the caller flushes
 // the channel.
 //
 // Tick order on the client: Channel.Receive for every datagram (slices
@@ -682,7 +829,7 @@ type pendingSum struct {
 // Channel.Flush. The initial snapshot is installed with
 // ClientLink.InstallSnapshot (never Client.InstallSnapshot directly, or the
 // receiver would not know the frame); until then nothing from the stream
-// is applied (S-H7) — slices are held.
+// is applied (S-H7) — its frames are held.
 //
 // A ClientLink belongs to the client's goroutine; it is not safe for
 // concurrent use. OnMessage and Flush allocate nothing in steady state.
@@ -706,7 +853,36 @@ type ClientLink[S State] struct {
 	// refused counts the snapshots refused in a row since the last
 	// install; each makes Flush ask for another, up to MaxSnapshotRetries.
 	refused int
+
+	// The server's last announcement (msgAnnounce): where it was when it
+	// sent its last snapshot.
+	announced bool
+	annNewest uint32 // its newest frame then
+	annRewind uint32 // its MaxRewindFrames: final frames lag its newest by it
+	recs      []Record
+
+	// gating: since the install, the client has not sampled yet; as the
+	// stream shows the server moving on, so does the first frame it may
+	// sample (the catch-up after a long join takes several ticks).
+	gating bool
+
+	wantResync bool   // RequestResync, or a desync: ask on the next Flush
+	desynced   bool   // wantResync is a desync's
+	desyncRuns int    // resyncs asked for desyncs since the last calm stretch
+	calmFrom   uint32 // a checksum verified from this frame on ends the run
 }
+
+// MaxDesyncResyncs is how many state bursts a client link asks for by
+// itself because a checksum did not match (ClientLinkStats.DesyncResyncs)
+// without DesyncCalmFrames frames in sync in between — checksums verified
+// for a frame that many after the last such request — before it stops
+// asking: a divergence that a burst does not cure (a simulation that is
+// not deterministic, say) must not make the server send bursts forever.
+// RequestResync still asks.
+const MaxDesyncResyncs = 3
+
+// DesyncCalmFrames: see MaxDesyncResyncs (10 s at 60 Hz).
+const DesyncCalmFrames = 600
 
 // MaxSnapshotRetries is how many snapshots in a row a client link refuses
 // (SnapshotErrors) and asks the server to replace before it gives up
@@ -749,10 +925,12 @@ func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error
 // buffer it keeps for the next one: at most MaxSnapshotParts ×
 // MaxSnapshotChunk bytes, the largest snapshot received) through sink — a
 // *Snapshotter of the client's store — each followed by InstallSnapshot of
-// its frame; and ask the
-// server for a state burst, once per install, when its Receiver reports
-// NeedsResync. nil turns that off (snapshot messages are then counted as
-// Malformed, and the caller installs snapshots itself).
+// its frame; hold the stream while a snapshot the server announced is on
+// its way (the receiver's bound raised to its size); and ask the server
+// for a state burst, once per install, when its Receiver reports
+// NeedsResync, a checksum does not match (MaxDesyncResyncs) or the game
+// calls RequestResync. nil turns that off (snapshot messages are then
+// counted as Malformed, and the caller installs snapshots itself).
 func (l *ClientLink[S]) SetSnapshots(sink SnapshotSink) { l.sink = sink }
 
 // Client returns the client the link drives.
@@ -779,23 +957,62 @@ func (l *ClientLink[S]) LastError() error { return l.lastErr }
 // InstallSnapshot installs the initial snapshot (or a later state burst)
 // of the end of frame, which the caller has written into the state:
 // Client.InstallSnapshot, then the receiver continues the stream at
-// frame+1, applying any slices it held (S-H7). Errors are those of
-// Client.InstallSnapshot and Receiver.Reset.
+// frame+1, applying any frames it held (S-H7). After an announcement, the
+// client samples from the frame after ServerFrame (SetSampleFrom). Errors
+// are those of Client.InstallSnapshot and Receiver.Reset.
 func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 	if err := l.c.InstallSnapshot(frame); err != nil {
 		return err
 	}
-	l.sent = frame
+	if f, ok := l.ServerFrame(); ok {
+		l.c.SetSampleFrom(f + 1) // the server would refuse inputs for frames up to there
+		l.gating = true
+	}
+	l.sent = max(l.sent, frame) // inputs after frame that were sent stay sent (the client keeps them)
 	l.nSums = 0
 	l.asked, l.refused = false, 0
+	l.wantResync, l.desynced = false, false
 	return l.recv.Reset(frame)
 }
+
+// ServerFrame returns the newest frame the server is known to have
+// simulated: what it announced with its last snapshot, or the newest final
+// frame the stream has carried since plus its MaxRewindFrames, whichever
+// is later; ok is false before the first announcement. It lags the server
+// by the one-way delay. After a join, the client samples inputs only for
+// frames after it (Client.SetSampleFrom, set at the install and moved on
+// with the stream until the client has sampled a frame: catching up after
+// a long join takes several ticks): the server would refuse inputs for the
+// frames before as too old. A game that has just joined sets its clock
+// from it — its tick frame = ServerFrame() + its round trip in frames +
+// the lead it keeps (a few frames; the time dilation then adjusts it).
+func (l *ClientLink[S]) ServerFrame() (uint32, bool) {
+	if !l.announced {
+		return 0, false
+	}
+	f := l.annNewest
+	if n, ok := l.recv.Newest(); ok {
+		f = max(f, n+l.annRewind)
+	}
+	return f, true
+}
+
+// RequestResync asks the server for a state burst: the next Flush sends
+// the request (at most one per install; SetSnapshots must be set) and the
+// server answers with a snapshot of its newest final frame, which the
+// link installs like any burst — the stream goes on around it, and the
+// frames after the snapshot's that the client already has are kept. A game
+// calls it when it knows its state is wrong; a checksum that does not
+// match asks by itself (at most MaxDesyncResyncs times in a row).
+func (l *ClientLink[S]) RequestResync() { l.wantResync = true }
 
 // OnMessage implements transport.Handler: a Record delivery is an action
 // slice for the Receiver (Receiver.Unpack; a refused one is counted and
 // kept in LastError), a checksum message on the link's stream is queued
 // for verification, a snapshot (or the last of its parts) is installed
-// (SetSnapshots), anything else goes to LinkConfig.OnOther. A snapshot
+// (SetSnapshots), an announcement readies the receiver for the snapshot
+// that follows, a refusal report takes the input out of the client
+// (Client.Refused), anything else goes to LinkConfig.OnOther. A snapshot
 // part that does not continue the assembly in progress drops it (Stats:
 // Malformed, SnapshotErrors; LastError) and the store is left as it was.
 func (l *ClientLink[S]) OnMessage(m transport.Message) {
@@ -806,11 +1023,22 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 			l.st.UnpackErrors++
 			l.lastErr = err
 		}
+		if l.gating {
+			if l.c.Present() >= l.c.SampleFrom() {
+				l.gating = false // sampling has begun: the game's clock leads from here
+			} else if f, ok := l.ServerFrame(); ok {
+				l.c.SetSampleFrom(f + 1)
+			}
+		}
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshot && l.sink != nil:
 		l.asm.abort() // a whole snapshot replaces a partial one
 		l.installSnapshot(m.Payload[1:])
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshotPart && l.sink != nil:
 		l.snapshotPart(m.Payload)
+	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgAnnounce:
+		l.announce(m.Payload)
+	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgRefused:
+		l.inputRefused(m.Payload)
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgDilation:
 		if len(m.Payload) != 3 {
 			l.st.Malformed++
@@ -820,25 +1048,82 @@ func (l *ClientLink[S]) OnMessage(m transport.Message) {
 		l.dilation = float64(int16(v)) / 10000
 		l.st.Dilations++
 	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream:
-		if len(m.Payload) != 13 || m.Payload[0] != msgChecksum {
+		if len(m.Payload) < 14 || m.Payload[0] != msgChecksum {
 			l.st.Malformed++
 			return
 		}
 		frame, _, _ := wire.Uint32(m.Payload[1:])
 		sum, _, _ := wire.Uint64(m.Payload[5:])
+		own, k, err := wire.Uvarint(m.Payload[13:])
+		if err != nil || 13+k != len(m.Payload) {
+			l.st.Malformed++
+			return
+		}
 		l.st.ChecksumsReceived++
 		if l.nSums == checksumQueue {
 			l.st.ChecksumsSkipped++
 			copy(l.sums[:], l.sums[1:])
 			l.nSums--
 		}
-		l.sums[l.nSums] = pendingSum{frame, sum}
+		l.sums[l.nSums] = pendingSum{frame, sum, own}
 		l.nSums++
 	default:
 		l.st.Other++
 		if l.cfg.OnOther != nil {
 			l.cfg.OnOther(m)
 		}
+	}
+}
+
+// announce takes the server's announcement of a snapshot: kind, the
+// snapshot's frame, its size, the server's newest frame and its
+// MaxRewindFrames. The receiver holds the stream from then on until the
+// snapshot is installed (with its size as the bound), and holds again the
+// frames after the snapshot's that the client has already applied.
+func (l *ClientLink[S]) announce(b []byte) {
+	if len(b) != announceLen {
+		l.st.Malformed++
+		return
+	}
+	frame, _, _ := wire.Uint32(b[1:])
+	size, _, _ := wire.Uint32(b[5:])
+	l.annNewest, _, _ = wire.Uint32(b[9:])
+	l.annRewind, _, _ = wire.Uint32(b[13:])
+	l.announced = true
+	l.st.Announcements++
+	if l.sink == nil {
+		return
+	}
+	l.recv.reserveFor(int(min(size, MaxSnapshotParts*MaxSnapshotChunk)))
+	l.recv.expect(frame, l.haveFrame)
+}
+
+// haveFrame returns the client's records of frame f (Receiver.expect).
+func (l *ClientLink[S]) haveFrame(f uint32) ([]Record, bool) {
+	var ok bool
+	l.recs, ok = l.c.appendFrame(l.recs[:0], f)
+	return l.recs, ok
+}
+
+// inputRefused takes the server's report of a refused own input: kind,
+// frame, reason, the input's action record.
+func (l *ClientLink[S]) inputRefused(b []byte) {
+	if len(b) < 6 {
+		l.st.Malformed++
+		return
+	}
+	frame, _, _ := wire.Uint32(b[1:])
+	r, n, err := wire.ParseActionRecord(b[6:])
+	if err != nil || 6+n != len(b) || Sender(r.Sender) != l.c.Peer() {
+		l.st.Malformed++
+		return
+	}
+	l.st.InputsRefused++
+	typ, e := ActionTypeID(r.Type), Entity(r.Entity)
+	l.recv.refuseHeld(frame, typ, e, r.Payload)
+	if err := l.c.Refused(frame, typ, e, r.Payload); err != nil && !errors.Is(err, ErrNotReady) {
+		l.st.RefusalErrors++
+		l.lastErr = err
 	}
 }
 
@@ -865,6 +1150,9 @@ func (l *ClientLink[S]) snapshotRefused(err error) {
 	if err != nil {
 		l.lastErr = err
 	}
+	if l.refused > MaxSnapshotRetries {
+		l.recv.giveUp() // no burst will come: a client that was applying the stream goes on
+	}
 }
 
 // snapshotPart adds a part to the assembly and installs the snapshot it
@@ -882,7 +1170,9 @@ func (l *ClientLink[S]) snapshotPart(part []byte) {
 	l.st.SnapshotParts++
 	if complete {
 		l.installSnapshot(body)
+		return
 	}
+	l.recv.reserveFor(l.asm.count * l.asm.size) // the stream meanwhile is held until it is in
 }
 
 // OnRecord implements transport.Handler; the client link sends no records,
@@ -897,10 +1187,10 @@ func (l *ClientLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 
 // Flush sends the own inputs of every frame predicted since the last
 // Flush, one reliable message per frame with inputs (oldest first; on
-// back-pressure the rest wait for the next Flush), applies held slices the
-// client has room for again (Receiver.Drain), and verifies the queued
-// server checksums whose frames are now confirmed. Call it after
-// Client.Tick. Errors: channel errors other than back-pressure, and the
+// back-pressure the rest wait for the next Flush), applies held frames the
+// client has room for again (Receiver.Drain), verifies the queued server
+// checksums whose frames are now confirmed, and sends a request for a
+// state burst if one is wanted. Call it after Client.Tick. Errors: channel errors other than back-pressure, and the
 // receiver's.
 func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 	if l.c.Ready() {
@@ -913,7 +1203,7 @@ func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 	}
 	l.verify()
 	retry := l.refused > 0 && l.refused <= MaxSnapshotRetries
-	if l.sink != nil && !l.asked && (retry || l.c.Ready() && l.recv.NeedsResync()) {
+	if l.sink != nil && !l.asked && (retry || l.c.Ready() && (l.recv.NeedsResync() || l.wantResync)) {
 		base := l.c.Baseline()
 		if retry {
 			base = refusedBaseline
@@ -929,6 +1219,12 @@ func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 		}
 		l.asked = true
 		l.st.ResyncRequests++
+		if l.desynced {
+			l.desyncRuns++
+			l.st.DesyncResyncs++
+			l.calmFrom = l.c.Confirmed() + DesyncCalmFrames
+		}
+		l.wantResync, l.desynced = false, false
 	}
 	return nil
 }
@@ -960,7 +1256,11 @@ func (l *ClientLink[S]) sendInputs(ch StreamChannel) error {
 	return nil
 }
 
-// verify checks the queued checksums whose frames are confirmed.
+// verify checks the queued checksums whose frames are confirmed. A frame
+// in which the client applied more of its own inputs than the server's
+// holds is not checked yet: the server refused one and its report is on
+// the way (Client.Refused corrects the frame); the check waits for it
+// while the client's ring holds the frame (ChecksumsDeferred).
 func (l *ClientLink[S]) verify() {
 	confirmed := l.c.Confirmed()
 	n := 0
@@ -971,11 +1271,23 @@ func (l *ClientLink[S]) verify() {
 			n++
 			continue
 		}
+		if own, ok := l.c.ownInputs(ps.frame); ok && uint64(own) > ps.own {
+			l.st.ChecksumsDeferred++
+			l.sums[n] = ps
+			n++
+			continue
+		}
 		switch err := l.c.VerifyChecksum(ps.frame, ps.sum); {
 		case err == nil:
 			l.st.ChecksumsVerified++
+			if ps.frame >= l.calmFrom {
+				l.desyncRuns = 0
+			}
 		case errors.Is(err, ErrDesync):
 			l.st.Desyncs++
+			if !l.asked && !l.wantResync && l.desyncRuns < MaxDesyncResyncs {
+				l.wantResync, l.desynced = true, true // repaired by a state burst
+			}
 		default:
 			l.st.ChecksumsSkipped++
 		}

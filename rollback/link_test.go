@@ -600,3 +600,75 @@ func TestPipelinedSlicesConverge(t *testing.T) {
 	}
 	t.Logf("%d slices for %d frames, %d abandoned, %d held at the client; settled at tick %d", link.Stats().Slices, ft, st.Abandoned, rs.Held, tick)
 }
+
+// A refused input comes back: the server link queues a report of every
+// input Server.SubmitInput refuses (kind 0x08: frame, reason, the record)
+// and sends it on the next Flush; the client link hands it to
+// Client.Refused, which takes the input out of the client's unconfirmed
+// history. Malformed reports and announcements are counted and change
+// nothing.
+func TestLinkRefusalMessages(t *testing.T) {
+	w, srv := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, false)
+	repl, _ := NewReplicator(w.log, nil)
+	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{ChecksumEvery: NoChecksums})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTick(t, srv, 10) // frames up to 6 are final: an input for 3 is too old
+	var cw *world
+	cw, c := newClientWorld(t, Config{FrameCapacity: 16}, 1, func(f uint32, in *InputBuffer) {
+		_ = in.Add(cw.ids.heal, cw.ents[3], le32(int32(f)))
+	}, false, ClientConfig{})
+	cl, err := NewClientLink(c, LinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.InstallSnapshot(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Tick(4); err != nil {
+		t.Fatal(err)
+	}
+	in := c.PendingInputs(nil)[2] // frame 3's
+	msg := appendInputs(nil, in.Frame, 1, []Input{in})
+	sl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: 1, Payload: msg})
+	ch := &fakeStream{room: 10}
+	if err := sl.Flush(ch); err != nil {
+		t.Fatal(err)
+	}
+	if st := sl.Stats(); st.InputsRefused != 1 || st.RefusalsSent != 1 || len(ch.rel) == 0 {
+		t.Fatalf("server link %+v", st)
+	}
+	var report []byte
+	for _, m := range ch.rel {
+		if m[0] == msgRefused {
+			report = m
+		}
+	}
+	if len(report) < 6 || report[5] != byte(DropTooOld) {
+		t.Fatalf("report %x", report)
+	}
+	bad := [][]byte{
+		report[:5], report[:len(report)-1], append(bytes.Clone(report), 0),
+		{msgAnnounce, 1, 2, 3}, {msgChecksum, 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}, {msgChecksum, 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0},
+	}
+	other := bytes.Clone(report)
+	other[6] = 2 // the record claims peer 2
+	bad = append(bad, other)
+	for _, b := range bad {
+		cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: b})
+	}
+	if st := cl.Stats(); st.Malformed != uint64(len(bad)) || st.InputsRefused != 0 || len(c.PendingInputs(nil)) != 4 {
+		t.Fatalf("after malformed reports: %+v, %d pending", st, len(c.PendingInputs(nil)))
+	}
+	cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: report})
+	pend := c.PendingInputs(nil)
+	if st := cl.Stats(); st.InputsRefused != 1 || st.RefusalErrors != 0 || len(pend) != 3 {
+		t.Fatalf("after the report: %+v, pending %+v", st, pend)
+	}
+	for _, p := range pend {
+		if p.Frame == 3 {
+			t.Fatalf("frame 3's refused input still pending: %+v", pend)
+		}
+	}
+}

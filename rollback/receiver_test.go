@@ -132,8 +132,8 @@ func TestReceiverHoldsBeforeSnapshot(t *testing.T) {
 	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
 	mustUnpack(t, rv, packRange(t, r, 5, 1, 6))
 	mustUnpack(t, rv, packRange(t, r, 5, 7, 12))
-	if tg.count != 0 || rv.Stats().HeldNow != 2 {
-		t.Fatalf("applied %d frames before the snapshot", tg.count)
+	if st := rv.Stats(); tg.count != 0 || st.HeldNow != 12 || st.Held != 12 {
+		t.Fatalf("applied %d frames before the snapshot; %+v", tg.count, st)
 	}
 	_ = rv.Reset(3) // the snapshot is of frame 3, but the target is not ready yet
 	if tg.count != 0 {
@@ -230,7 +230,7 @@ func TestReceiverResumesWhenTargetHasRoom(t *testing.T) {
 	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
 	_ = rv.Reset(0)
 	mustUnpack(t, rv, packRange(t, r, 5, 1, 12))
-	if rv.AppliedThrough() != 5 || rv.Stats().HeldNow != 1 {
+	if rv.AppliedThrough() != 5 || rv.Stats().HeldNow != 7 {
 		t.Fatalf("through %d, %+v", rv.AppliedThrough(), rv.Stats())
 	}
 	tg.full = 9
@@ -242,29 +242,161 @@ func TestReceiverResumesWhenTargetHasRoom(t *testing.T) {
 	}
 }
 
-// The hold window is bounded; overflowing it drops the slice that starts
-// farthest ahead, counts it, and flags NeedsResync (a frame the server
-// counts as delivered may now be missing); Reset clears the flag.
+// The hold window is bounded in bytes; overflowing it drops the frames
+// farthest ahead, counts them, and flags NeedsResync (a frame the server
+// counts as delivered may now be missing); what is kept is the nearest
+// frames, which apply once the gap before them fills. Reset clears the
+// flag.
 func TestReceiverHoldWindowBounded(t *testing.T) {
-	w, r := streamWorld(t, 20)
+	w, r := streamWorld(t, 40)
 	tg := newRecTarget(t, 5)
-	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldSlices: 2})
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
 	_ = rv.Reset(0)
-	mustUnpack(t, rv, packRange(t, r, 5, 15, 20))
-	mustUnpack(t, rv, packRange(t, r, 5, 5, 9))
-	mustUnpack(t, rv, packRange(t, r, 5, 10, 14)) // evicts [15, 20]
-	if st := rv.Stats(); st.Dropped != 1 || st.HeldNow != 2 || !rv.NeedsResync() {
-		t.Fatalf("%+v", st)
+	mustUnpack(t, rv, packRange(t, r, 5, 21, 40))
+	st := rv.Stats()
+	if st.Dropped == 0 || !rv.NeedsResync() || st.HeldBytes > MinMaxFrameBytes || st.HeldNow == 0 {
+		t.Fatalf("20 frames into %d bytes: %+v", MinMaxFrameBytes, st)
+	}
+	kept := 20 + uint32(st.HeldNow)             // frames 21..kept are held
+	mustUnpack(t, rv, packRange(t, r, 5, 5, 9)) // nearer: the farthest held frames make room
+	st2 := rv.Stats()
+	if st2.Dropped <= st.Dropped || st2.HeldBytes > MinMaxFrameBytes {
+		t.Fatalf("nearer frames did not displace farther ones: %+v", st2)
 	}
 	mustUnpack(t, rv, packRange(t, r, 5, 1, 4))
-	if rv.AppliedThrough() != 14 {
-		t.Fatalf("through %d", rv.AppliedThrough())
+	if rv.AppliedThrough() != 9 || tg.count != 9 {
+		t.Fatalf("through %d, %d confirms", rv.AppliedThrough(), tg.count)
 	}
-	_ = rv.Reset(20)
-	if rv.NeedsResync() || rv.Next() != 21 {
-		t.Fatal("Reset did not clear the flag")
+	mustUnpack(t, rv, packRange(t, r, 5, 10, 20))
+	if through := rv.AppliedThrough(); through < 20 || through >= kept {
+		t.Fatalf("through %d: the frames held after 20 should apply, and no more than were kept (%d)", through, kept)
 	}
-	if _, err := NewReceiver(tg, w.x.Registry(), ReceiverConfig{MaxHeldSlices: -1}); !errors.Is(err, ErrInvalidConfig) {
+	_ = rv.Reset(40)
+	if rv.NeedsResync() || rv.Next() != 41 || rv.Stats().HeldNow != 0 {
+		t.Fatalf("Reset did not clear the flag: %+v", rv.Stats())
+	}
+	if _, err := NewReceiver(tg, w.x.Registry(), ReceiverConfig{MaxHeldBytes: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("config: %v", err)
+	}
+}
+
+// A join's stream: while the snapshot takes its time, the server keeps
+// sending slices that overlap (each tick's first slice repeats the frames
+// not acknowledged yet). The receiver holds each frame once, so the window
+// is bounded by the frames the join took, not by the slices: 600
+// overlapping slices (10 frames each) before the snapshot are 609 frames
+// held, every one applied in order at Reset.
+func TestReceiverHoldsEachFrameOnce(t *testing.T) {
+	w := newWorld(t, Config{FrameCapacity: 1024}, 64)
+	for f := uint32(1); f <= 620; f++ {
+		fillFrame(t, w, f, func() {
+			_ = w.ids.move.Execute(w.x, Sender(f%4), w.ents[2*(f%4)], Move{int32(f), 1})
+		})
+	}
+	r, err := NewReplicator(w.log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := newRecTarget(t, 5)
+	tg.ready = false
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
+	for k := uint32(1); k <= 600; k++ {
+		mustUnpack(t, rv, packRange(t, r, 5, k, k+9))
+	}
+	st := rv.Stats()
+	want := HeldFrameCost*609 + (HeldRecordCost+8)*609
+	if st.HeldNow != 609 || st.Held != 609 || st.HeldBytes != want || st.Dropped != 0 || rv.NeedsResync() {
+		t.Fatalf("held %+v, want 609 frames, %d bytes", st, want)
+	}
+	tg.ready = true
+	if err := rv.Reset(0); err != nil {
+		t.Fatal(err)
+	}
+	if rv.AppliedThrough() != 609 || tg.count != 609 || rv.Stats().HeldNow != 0 || rv.Stats().HeldBytes != 0 {
+		t.Fatalf("through %d, %d confirms, %+v", rv.AppliedThrough(), tg.count, rv.Stats())
+	}
+	for f := uint32(1); f <= 609; f++ {
+		if !sameRecords(tg.frames[f], logRecords(t, w.log, f, 5, nil)) {
+			t.Fatalf("frame %d differs from the log", f)
+		}
+	}
+}
+
+// While a snapshot is being received the window grows to its size
+// (reserveFor, called by the client link for every part), and falls back
+// to MaxHeldBytes once the snapshot is installed and what was held is
+// applied.
+func TestReceiverReserveForSnapshot(t *testing.T) {
+	w, r := streamWorld(t, 60)
+	tg := newRecTarget(t, 5)
+	tg.ready = false
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
+	rv.reserveFor(64 << 10)
+	for k := uint32(1); k <= 51; k += 10 {
+		mustUnpack(t, rv, packRange(t, r, 5, k, k+9))
+	}
+	if st := rv.Stats(); st.Dropped != 0 || st.HeldNow != 60 || st.HeldBytes <= MinMaxFrameBytes {
+		t.Fatalf("with the reserve: %+v", st)
+	}
+	tg.ready = true
+	if err := rv.Reset(10); err != nil {
+		t.Fatal(err)
+	}
+	if rv.AppliedThrough() != 60 || rv.limit() != MinMaxFrameBytes {
+		t.Fatalf("through %d, limit %d after the install", rv.AppliedThrough(), rv.limit())
+	}
+}
+
+// A state burst announced while the receiver is applying the stream
+// (expect): from then on every frame is held, not applied, and the frames
+// after the burst's that were applied already are held again, complete —
+// with the own inputs they had, not put back a second time — so that once
+// the burst is installed (Reset) they apply again on top of it. If no
+// burst comes (giveUp), the stream goes on from where it stopped.
+func TestReceiverExpectHoldsAndResumes(t *testing.T) {
+	w, r := streamWorld(t, 30)
+	tg := newRecTarget(t, 1)
+	for f := uint32(1); f <= 30; f++ {
+		v := mustFrame(t, w.log, f)
+		for i := range v.Len() {
+			if rec := v.Record(i); rec.Sender == 1 {
+				tg.own = append(tg.own, Input{Frame: f, Sender: 1, Type: rec.Type, Entity: rec.Entity, Payload: bytes.Clone(rec.Payload)})
+			}
+		}
+	}
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
+	_ = rv.Reset(0)
+	mustUnpack(t, rv, packRange(t, r, 1, 1, 10))
+	have := func(f uint32) ([]Record, bool) {
+		recs, ok := tg.frames[f]
+		return recs, ok
+	}
+	rv.expect(5, have) // a burst of frame 5 is coming
+	mustUnpack(t, rv, packRange(t, r, 1, 11, 15))
+	if st := rv.Stats(); tg.count != 10 || st.HeldNow != 10 {
+		t.Fatalf("after the announcement: %d confirmed, %+v", tg.count, st)
+	}
+	tg.started = false // the burst of frame 5 is installed: the client starts over
+	tg.frames = map[uint32][]Record{}
+	if err := rv.Reset(5); err != nil {
+		t.Fatal(err)
+	}
+	if rv.AppliedThrough() != 15 || rv.Stats().HeldNow != 0 {
+		t.Fatalf("after the burst: through %d, %+v", rv.AppliedThrough(), rv.Stats())
+	}
+	for f := uint32(6); f <= 15; f++ {
+		if !sameRecords(tg.frames[f], logRecords(t, w.log, f, 200, nil)) {
+			t.Fatalf("frame %d after the burst: %+v\nwant %+v", f, tg.frames[f], logRecords(t, w.log, f, 200, nil))
+		}
+	}
+
+	rv.expect(12, have) // a burst that never comes
+	mustUnpack(t, rv, packRange(t, r, 1, 16, 20))
+	if tg.last != 15 {
+		t.Fatalf("applied frame %d while a burst was announced", tg.last)
+	}
+	rv.giveUp()
+	if rv.AppliedThrough() != 20 || rv.Stats().HeldNow != 0 {
+		t.Fatalf("after giving up: through %d, %+v", rv.AppliedThrough(), rv.Stats())
 	}
 }

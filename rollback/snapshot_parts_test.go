@@ -207,11 +207,13 @@ func (f *fakeStream) MaxSinglePayload(transport.Delivery) int { return 1100 }
 func (f *fakeStream) MaxRecordSize() int                      { return 60000 }
 
 // The server link under back-pressure, message by message: a chunked
-// join snapshot is counted (and the stream resynced) when its first part
-// is queued; while parts wait for the window no slice, checksum or
-// time-dilation message is sent; a resync request arriving meanwhile waits
-// until every part is queued and is then answered by the next snapshot.
-// The client link joins the parts and installs both snapshots.
+// join snapshot is announced (msgAnnounce) and counted (and the stream
+// resynced) when its first part is queued; while parts wait for the window
+// the action stream goes on (slices are records, not on the reliable
+// stream) but no checksum or time-dilation message is sent; a resync
+// request arriving meanwhile waits until every part is queued and is then
+// answered by the next snapshot. The client link joins the parts and
+// installs both snapshots.
 func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	w, srv := newServerWorld(t, Config{FrameCapacity: 64}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 2, Checksum: func() uint64 { return 1 }}, true)
 	_ = w
@@ -249,8 +251,8 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	flush(3)
 	st := l.Stats()
 	first := l.lastSnap
-	if st.Snapshots != 1 || st.SnapshotParts != 3 || !l.parts.pending() || repl.LastAcked(1) != first {
-		t.Fatalf("after the first parts: %+v, baseline %d, snapshot of %d", st, repl.LastAcked(1), first)
+	if st.Snapshots != 1 || st.SnapshotParts != 2 || !l.parts.pending() || repl.LastAcked(1) != first || ch.rel[0][0] != msgAnnounce {
+		t.Fatalf("after the announcement and the first parts: %+v, baseline %d, snapshot of %d", st, repl.LastAcked(1), first)
 	}
 	count := l.parts.count
 	if count < 6 {
@@ -261,23 +263,39 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	l.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: []byte{msgResync, byte(first), 0, 0, 0}})
 	flushes := 0
 	for l.Stats().Snapshots < 2 || l.parts.pending() {
-		if st := l.Stats(); st.Snapshots == 2 && st.SnapshotParts < uint64(count+1) {
+		st := l.Stats()
+		if st.Snapshots == 2 && st.SnapshotParts < uint64(count+1) {
 			t.Fatalf("second snapshot before the first's parts: %+v", st)
 		}
-		if ch.records != 0 || len(ch.rel) != int(l.Stats().SnapshotParts) || l.Stats().ChecksumsSent != 0 {
-			t.Fatalf("something besides parts sent while parts wait: %d records, %d messages, %+v", ch.records, len(ch.rel), l.Stats())
+		anns := 0
+		for _, m := range ch.rel {
+			if m[0] == msgAnnounce {
+				anns++
+			} else if m[0] != msgSnapshotPart {
+				t.Fatalf("message of kind %#x on the reliable stream while parts wait: %+v", m[0], st)
+			}
+		}
+		if anns > int(st.Snapshots)+1 || len(ch.rel) != anns+int(st.SnapshotParts) {
+			t.Fatalf("%d announcements, %d messages: %+v", anns, len(ch.rel), st)
 		}
 		if flushes++; flushes > 100 {
 			t.Fatalf("stuck: %+v", l.Stats())
 		}
 		flush(2)
 	}
+	if ch.records == 0 {
+		t.Fatal("no slice while the parts waited")
+	}
 	flush(100)
-	if st := l.Stats(); st.Snapshots != 2 || ch.records == 0 || st.ChecksumsSent == 0 || st.SnapshotParts != uint64(2*count) || l.lastSnap <= first {
+	if st := l.Stats(); st.Snapshots != 2 || st.ChecksumsSent == 0 || st.SnapshotParts != uint64(2*count) || l.lastSnap <= first {
 		t.Fatalf("after the parts: %+v, %d records", st, ch.records)
 	}
-	for i, m := range ch.rel[:2*count] {
-		if m[0] != msgSnapshotPart {
+	for i, m := range ch.rel[:2*count+2] {
+		if want := msgSnapshotPart; i == 0 || i == count+1 {
+			if m[0] != msgAnnounce {
+				t.Fatalf("message %d: kind %#x, want the announcement", i, m[0])
+			}
+		} else if m[0] != want {
 			t.Fatalf("message %d: kind %#x", i, m[0])
 		}
 	}
@@ -285,11 +303,11 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	// The client joins the parts (and takes the checksum message after).
 	dst := emptyLike(t, world)
 	cl := newPartsClient(t, dst)
-	for _, m := range ch.rel[:2*count] {
+	for _, m := range ch.rel[:2*count+2] {
 		cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: m})
 	}
 	cs := cl.Stats()
-	if cs.Snapshots != 2 || cs.SnapshotParts != uint64(2*count) || cs.SnapshotErrors != 0 || cs.Malformed != 0 || dst.Checksum() != world.Checksum() {
+	if cs.Snapshots != 2 || cs.SnapshotParts != uint64(2*count) || cs.Announcements != 2 || cs.SnapshotErrors != 0 || cs.Malformed != 0 || dst.Checksum() != world.Checksum() {
 		t.Fatalf("client link %+v, last error %v", cs, cl.LastError())
 	}
 	if cl.Client().Baseline() != l.lastSnap {
