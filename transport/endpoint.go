@@ -584,6 +584,7 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 		return
 	}
 	p.lastRx = now
+	p.prevLive = false // the client has the current secret: its old token is spent
 	if p.state == PeerClosing {
 		return
 	}

@@ -170,15 +170,31 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 // with a fresh secret and token (S-E7). The token is looked up by a
 // constant-time scan of the sessions; a token matching none is refused
 // as expired if this server minted it (its session ended) and as unknown
-// otherwise.
+// otherwise. The token a resume replaced still names its session until the
+// client sends a datagram under the new secret: a client whose Accept was
+// lost retries with it — with a new nonce, perhaps from a new address — and
+// gets that resume's secret and token again, not a refusal that would end
+// its session.
 func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire.ConnectResponse) {
 	var p *Peer
+	retry := false
 	for i := range e.peers {
 		q := e.peers[i]
-		if q != nil && subtle.ConstantTimeCompare(q.token[:], r.Token[:]) == 1 &&
-			(q.state == PeerConnected || q.state == PeerSuspended) {
-			p = q
+		if q == nil || q.state != PeerConnected && q.state != PeerSuspended {
+			continue
 		}
+		cur := subtle.ConstantTimeCompare(q.token[:], r.Token[:])
+		prev := subtle.ConstantTimeCompare(q.prevToken[:], r.Token[:])
+		if cur == 1 || prev == 1 && q.prevLive {
+			p, retry = q, cur != 1
+		}
+	}
+	if p != nil && retry {
+		e.moveSession(p, addr)
+		p.nonce, p.state, p.lastRx = r.Nonce, PeerConnected, now
+		e.sendAccept(p)
+		e.stats.AcceptResends++
+		return
 	}
 	if p == nil {
 		reason := wire.RejectUnknownToken
@@ -194,6 +210,18 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 		e.stats.RandomFailures++
 		return
 	}
+	e.moveSession(p, addr)
+	p.prevToken, p.prevLive = p.token, true
+	p.state, p.nonce, p.token, p.lastRx = PeerConnected, r.Nonce, token, now
+	p.remote = false
+	p.setSecret(secret)
+	e.sendAccept(p)
+	e.stats.Resumes++
+	e.h.OnResume(p)
+}
+
+// moveSession makes addr p's address, ending any other session there.
+func (e *Endpoint) moveSession(p *Peer, addr netip.AddrPort) {
 	if q := e.byAddr[addr]; q != nil && q != p {
 		e.stats.Superseded++
 		e.end(q, wire.DisconnectSuperseded)
@@ -201,13 +229,8 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 	if e.byAddr[p.addr] == p {
 		delete(e.byAddr, p.addr)
 	}
-	p.addr, p.state, p.nonce, p.token, p.lastRx = addr, PeerConnected, r.Nonce, token, now
-	p.remote = false
-	p.setSecret(secret)
+	p.addr = addr
 	e.byAddr[addr] = p
-	e.sendAccept(p)
-	e.stats.Resumes++
-	e.h.OnResume(p)
 }
 
 // sendAccept encodes p's Accept (kept for re-sending) and sends it. The
@@ -474,6 +497,10 @@ func (e *Endpoint) onResumeAccept(now time.Duration, a *wire.Accept, l sharedLim
 	}
 	p.token, p.nonce, p.state, p.lastRx, p.remote = a.Token, a.Nonce, PeerConnected, now, false
 	e.byAddr[p.addr] = p
+	// Speak under the new secret at the next Flush (a standalone ack if
+	// nothing else goes): the server honours the replaced token until it
+	// hears from us, so the sooner it does, the shorter that window.
+	p.ch.ackDirty = true
 	e.stats.Resumes++
 	e.h.OnResume(p)
 }

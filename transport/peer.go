@@ -129,21 +129,27 @@ func (s *PeerState) UnmarshalText(b []byte) error {
 // valid as a value after its session ends (State() == PeerClosed) but
 // carries no more traffic.
 type Peer struct {
-	ep      *Endpoint
-	id      uint8
-	addr    netip.AddrPort
-	ch      *Channel
-	state   PeerState
-	secret  [8]byte // little-endian, as on the wire
-	token   wire.Token
-	nonce   uint64 // nonce of the handshake that admitted or last resumed it
-	accept  [wire.AcceptLen]byte
-	lastRx  time.Duration // last authenticated datagram
-	horizon time.Duration // suspended: end of the grace window
-	repeats int           // closing: Disconnect frames still to send
-	why     wire.DisconnectReason
-	remote  bool // a Disconnect frame arrived; why holds its reason
-	wasLive bool // closing from a connected state: frames worth sending
+	ep     *Endpoint
+	id     uint8
+	addr   netip.AddrPort
+	ch     *Channel
+	state  PeerState
+	secret [8]byte // little-endian, as on the wire
+	token  wire.Token
+	// prevToken is the token the last resume replaced, still honoured
+	// (prevLive) until a datagram under the new secret shows the client
+	// got that resume's Accept: a client whose Accept was lost retries
+	// with the token it has, perhaps from yet another address.
+	prevToken wire.Token
+	prevLive  bool
+	nonce     uint64 // nonce of the handshake that admitted or last resumed it
+	accept    [wire.AcceptLen]byte
+	lastRx    time.Duration // last authenticated datagram
+	horizon   time.Duration // suspended: end of the grace window
+	repeats   int           // closing: Disconnect frames still to send
+	why       wire.DisconnectReason
+	remote    bool // a Disconnect frame arrived; why holds its reason
+	wasLive   bool // closing from a connected state: frames worth sending
 	// Session datagrams handled in the Poll numbered pollSeq (server).
 	pollSeq  uint64
 	pollUsed int

@@ -248,6 +248,10 @@ func TestTokenReplayAfterResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.runUntil(120, "resume", func() bool { return len(cl.rec.resumes) == 1 })
+	// The replaced token names the session until the client speaks under
+	// the new secret (a client whose resume Accept was lost retries with
+	// it); the client does so at its next Flush.
+	n.runUntil(3, "the server hears the resumed client", func() bool { return !sp.prevLive })
 	att := n.raw("10.0.0.66:4000", srv)
 	rj, _, err := wire.ParseReject(n.handshake(att, 99, &stolen))
 	if err != nil || rj.Reason != wire.RejectExpiredToken {
@@ -311,5 +315,44 @@ func TestPeerDatagramBudget(t *testing.T) {
 		if srv.rec.reliable[msgKey{from: 2, stream: 0, seq: seq}] != 1 {
 			t.Errorf("second client's message %d not delivered in the same Poll", seq)
 		}
+	}
+}
+
+// A client whose resume Accept was lost retries with the token it has —
+// with a new nonce, from yet another address (NAT rebinding) — and gets
+// that resume's secret and token again instead of RejectExpiredToken (the
+// conformance harness found clients ended that way after two rebinds);
+// once it speaks under the new secret, the replaced token is spent.
+func TestResumeRetryAfterLostAccept(t *testing.T) {
+	n := newEpNet(t, 34, epLink(10, 0, 0))
+	srv := n.server("10.0.0.1:9000", EndpointConfig{})
+	first := n.raw("10.0.0.2:5000", srv)
+	a1, _, err := wire.ParseAccept(n.handshake(first, 1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := n.raw("10.0.0.3:5000", srv)
+	a2, _, err := wire.ParseAccept(n.handshake(second, 2, &a1.Token)) // this Accept is "lost"
+	if err != nil || a2.Token == a1.Token || a2.Secret == a1.Secret {
+		t.Fatalf("first resume: %+v %v", a2, err)
+	}
+	third := n.raw("10.0.0.4:5000", srv)
+	a3, _, err := wire.ParseAccept(n.handshake(third, 3, &a1.Token))
+	if err != nil || a3.Token != a2.Token || a3.Secret != a2.Secret || a3.Nonce != 3 || a3.PeerID != a1.PeerID {
+		t.Fatalf("retry with the replaced token: %+v %v (want token and secret of %+v)", a3, err, a2)
+	}
+	sp := srv.ep.peers[a1.PeerID]
+	if sp.Addr() != third.conn.LocalAddr() || len(srv.rec.resumes) != 1 || len(srv.rec.connects) != 1 {
+		t.Fatalf("session at %v, resumes %d, connects %d", sp.Addr(), len(srv.rec.resumes), len(srv.rec.connects))
+	}
+	// The client speaks under the new secret: a standalone ack.
+	var d []byte
+	d = wire.AppendSessionHeader(d, wire.SessionHeader{Secret: a3.Secret})
+	d = wire.AppendChannelHeader(d, wire.ChannelHeader{Seq: 1, NoAck: true})
+	third.send(d)
+	n.runUntil(10, "the server hears the resumed client", func() bool { return !sp.prevLive })
+	rj, _, err := wire.ParseReject(n.handshake(n.raw("10.0.0.5:5000", srv), 4, &a1.Token))
+	if err != nil || rj.Reason != wire.RejectExpiredToken {
+		t.Fatalf("replaced token after the client spoke: %+v %v", rj, err)
 	}
 }
