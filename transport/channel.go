@@ -595,13 +595,17 @@ func (c *Channel) flushQueued() {
 			continue
 		}
 		count := (len(frame) + piece - 1) / piece
-		if q.piece == 0 {
-			q.fragID = c.nextFragID()
-		}
 		for ; int(q.piece) < count; q.piece++ {
 			f := pieceOf(frame, wire.FrameType(frame[0]), q.fragID, int(q.piece), count, piece)
 			if c.inFlightRoom() <= c.inFlightMargin() || !c.room(wire.FragmentFrameLen(f)) {
 				break
+			}
+			if q.piece == 0 {
+				// The id is taken when the first piece leaves, not at
+				// every Flush that finds no room for it: ids run out no
+				// faster than messages go.
+				q.fragID = c.nextFragID()
+				f.MessageID = q.fragID
 			}
 			c.cur = wire.AppendFragmentFrame(c.cur, f)
 			c.curFrame++
@@ -637,8 +641,10 @@ func (c *Channel) compactArena() {
 		} else {
 			q, j = &c.outMsgs[j], j+1
 		}
-		copy(c.outArena[off:], c.outArena[q.off:q.off+q.n])
-		q.off = off
+		if off != q.off {
+			copy(c.outArena[off:], c.outArena[q.off:q.off+q.n])
+			q.off = off
+		}
 		off += q.n
 	}
 	c.outArena = c.outArena[:off]

@@ -1191,8 +1191,8 @@ func (s *confSim) classifyFlow(sd *confSide) {
 		}
 	}
 	stats := ch.Stats()
-	state := fmt.Sprintf("sender held %d (%d B), pending %d, resent %d, restarts %d, lost by %v",
-		stats.ReliableHeld, stats.ReliableHeldBytes, stats.Pending, stats.ReliableResent, stats.FragmentRestarts, lossCauses(stats.Ack))
+	state := fmt.Sprintf("sender held %d (%d B), pending %d, resent %d, stalls %d (stalled for %v), lost by %v",
+		stats.ReliableHeld, stats.ReliableHeldBytes, stats.Pending, stats.ReliableResent, stats.Stalls, stats.StalledFor, lossCauses(stats.Ack))
 	if lost > 0 {
 		s.fail(failSilentLoss, "%s: %d reliable messages released by the sender, never delivered (first: %s); %s",
 			f.name, lost, lostEx, state)

@@ -40,7 +40,7 @@ import (
 // (go test ./... in CI). Raise it once the transport passes; the whole
 // default run (both variants) must stay within about two minutes with
 // -race on two cores.
-const conformanceDefaultSeeds = 12
+const conformanceDefaultSeeds = 150
 
 var (
 	confSeeds   = flag.Int("conformance.seeds", conformanceDefaultSeeds, "conformance harness: seeds to run per variant")
@@ -309,8 +309,8 @@ func runConfScenario(sc *confScenario) confResult {
 			sd.peakHeld, sd.peakHeldBytes, sd.peakBufferedIn, sd.peakQueued, sd.peakPartial, sd.peakPending)
 		if ch := sd.channel(); ch != nil {
 			st := ch.Stats()
-			line += fmt.Sprintf("; stats: datagrams %d/%d resent %d redundant %d restarts %d frags refused %d overflow %d outside %d lost by %v, assembler expired %d evicted %d stale %d",
-				st.DatagramsSent, st.DatagramsReceived, st.ReliableResent, st.RedundantCopies, st.FragmentRestarts,
+			line += fmt.Sprintf("; stats: datagrams %d/%d resent %d redundant %d stalls %d frags refused %d overflow %d outside %d lost by %v, assembler expired %d evicted %d stale %d",
+				st.DatagramsSent, st.DatagramsReceived, st.ReliableResent, st.RedundantCopies, st.Stalls,
 				st.FragmentsRefused, st.ReliableOverflow, st.ReliableOutside, lossCauses(st.Ack),
 				st.Fragments.Expired, st.Fragments.Evicted, st.Fragments.StalePieces)
 		}
