@@ -597,7 +597,7 @@ func (c *Channel) flushQueued() {
 		count := (len(frame) + piece - 1) / piece
 		for ; int(q.piece) < count; q.piece++ {
 			f := pieceOf(frame, wire.FrameType(frame[0]), q.fragID, int(q.piece), count, piece)
-			if c.inFlightRoom() <= c.inFlightMargin() || !c.room(wire.FragmentFrameLen(f)) {
+			if c.inFlightRoom() <= c.inFlightMargin()/2 || !c.room(wire.FragmentFrameLen(f)) {
 				break
 			}
 			if q.piece == 0 {
@@ -708,9 +708,11 @@ func (c *Channel) inFlightRoom() int {
 	return room
 }
 
-// inFlightMargin is the in-flight room that reliable content and fragment
-// pieces leave for other traffic (unreliable and sequenced messages,
-// records, keep-alives), so that paced bulk never makes them evict.
+// inFlightMargin is the in-flight room that reliable content leaves for
+// other traffic, so that paced bulk never makes it evict. The pieces of
+// large unreliable and sequenced messages may use half of it (the other
+// half stays for small messages, records and keep-alives): reliable
+// content, sent first in every Flush, can then never starve them.
 func (c *Channel) inFlightMargin() int { return c.tracker.Config().MaxInFlight / 8 }
 
 // MaxRecordSize returns the largest payload SendRecord accepts: a record's

@@ -995,6 +995,33 @@ func (s *confSim) nextEvent() time.Duration {
 	return max(t, s.now)
 }
 
+// drainAllowance is how much longer than confHealBound the heal may take
+// because of what is left to send when the link heals: twice the time the
+// in-flight window needs to move it at the healed round trip (a reliable
+// sender moves at most MaxInFlight datagrams per round trip, so a backlog
+// of megabytes on a long path takes that long, wedged or not). A sender
+// that moves at less than half its window's rate still fails.
+func (s *confSim) drainAllowance() time.Duration {
+	rtt := s.link[0].Delay + s.link[1].Delay + 2*50*time.Millisecond // and a slow loop at each end
+	var longest time.Duration
+	for _, sd := range s.sides {
+		ch := sd.channel()
+		if ch == nil {
+			continue
+		}
+		f := sd.flow
+		left := int64(ch.Stats().QueuedBytes)
+		for i := range f.msgs {
+			if m := &f.msgs[i]; m.mode == Reliable && m.delivered == 0 && !m.dropped {
+				left += int64(m.size)
+			}
+		}
+		window := int64(ch.tracker.Config().MaxInFlight) * 7 / 8 * int64(ch.Config().MTU-60)
+		longest = max(longest, time.Duration(2*left*int64(rtt)/window))
+	}
+	return longest
+}
+
 // run steps the simulation to its end and returns the failures.
 func (s *confSim) run() {
 	for {
@@ -1014,6 +1041,7 @@ func (s *confSim) run() {
 				s.link = [2]simlink.LinkConfig{healed(s.sc.link[0]), healed(s.sc.link[1])}
 				s.applyLinks()
 				s.nextDone = s.now
+				s.tEnd = max(s.tEnd, s.tHeal+confHealBound+s.drainAllowance())
 			}
 			for s.nextRebind < len(s.sc.rebinds) && s.now >= s.t0+s.sc.rebinds[s.nextRebind] {
 				s.nextRebind++
