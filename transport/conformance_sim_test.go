@@ -356,6 +356,11 @@ func (sd *confSide) run(now time.Duration) {
 		sd.send(now)
 		sd.ch.Flush(now, (*confSink)(sd))
 		sd.writeOut()
+		// The Channel contract: a session whose channel reports Stalled
+		// cannot make progress and ends (as an Endpoint ends it).
+		if err := sd.ch.Stalled(); err != nil && sd.ended == "" {
+			sd.ended = fmt.Sprintf("Stalled at %v: %v", now, err)
+		}
 	} else {
 		if err := sd.ep.Poll(now); err != nil && sd.ended == "" {
 			sd.ended = fmt.Sprintf("Poll at %v: %v", now, err)
