@@ -100,7 +100,6 @@ type end struct {
 	events   []Event
 	acked    map[int64]bool // our datagrams with an acked verdict
 	lost     map[int64]Cause
-	lateRecv int // datagrams the peer got after we had declared them lost (non-timeout)
 
 	// Timing ground truth, indexed by absolute send number.
 	now        time.Duration   // the driver's clock, for take

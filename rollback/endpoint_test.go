@@ -57,10 +57,9 @@ func TestEndpointLinks(t *testing.T) {
 	}
 
 	type client struct {
-		ep    *transport.Endpoint
-		h     *ClientLinks[*Store]
-		c     *Client[*Store]
-		ready bool
+		ep *transport.Endpoint
+		h  *ClientLinks[*Store]
+		c  *Client[*Store]
 	}
 	var clients []*client
 	for i := range 3 {

@@ -201,22 +201,6 @@ func randCookie(r *rand.Rand) Cookie {
 	return c
 }
 
-// checkSeeds is shared by the Test*Seeds tests: every seed of a fuzz target
-// must be a valid encoding for the codec.
-func checkSeeds[T any](t *testing.T, c codec[T], seeds [][]byte) {
-	t.Helper()
-	if len(seeds) == 0 {
-		t.Fatal("no seeds")
-	}
-	for i, s := range seeds {
-		v, n, err := c.parse(s)
-		if err != nil || n != len(s) {
-			t.Fatalf("seed %d (% x) is not one valid encoding: n=%d err=%v", i, s, n, err)
-		}
-		c.roundTrip(t, v)
-	}
-}
-
 // mustErr fails unless parse rejects b with want.
 func mustErr[T any](t *testing.T, name string, parse func([]byte) (T, int, error), b []byte, want error) {
 	t.Helper()
