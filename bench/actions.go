@@ -35,8 +35,8 @@ import (
 //
 // Transports:
 //
-//   - tickwire: the real stack. rollback.ServerLinks over a server
-//     transport.Endpoint and one rollback.ClientLinks over a client
+//   - tickwire: the real stack. link.ServerLinks over a server
+//     transport.Endpoint and one link.ClientLinks over a client
 //     Endpoint per client, each on a batched UDP socket
 //     (transport/socket/udp), each client a predicting rollback.Client.
 //     The server's network loop runs every TickInterval on one goroutine:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/rollback"
+	"github.com/tickwire/tickwire/rollback/link"
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/socket/udp"
 )
@@ -18,7 +19,7 @@ import (
 // connected belongs to the client's goroutine.
 type actionsTWClient struct {
 	ep        *transport.Endpoint
-	h         *rollback.ClientLinks[*rollback.Store]
+	h         *link.ClientLinks[*rollback.Store]
 	c         *rollback.Client[*rollback.Store] // set by newLink, inside Poll
 	connected atomic.Bool
 	err       error // from newLink's sampler
@@ -29,7 +30,7 @@ type actionsTWClient struct {
 // and samples one move per frame into rec.
 func newActionsTWClient(s Scenario, rec *actionsRecorder) *actionsTWClient {
 	cl := &actionsTWClient{}
-	cl.h = rollback.NewClientLinks(func(p rollback.Sender) (*rollback.ClientLink[*rollback.Store], error) {
+	cl.h = link.NewClientLinks(func(p rollback.Sender) (*link.ClientLink[*rollback.Store], error) {
 		if int(p) >= s.Peers {
 			return nil, fmt.Errorf("bench: actions: peer id %d beyond %d peers", p, s.Peers)
 		}
@@ -50,7 +51,7 @@ func newActionsTWClient(s Scenario, rec *actionsRecorder) *actionsTWClient {
 		if err != nil {
 			return nil, err
 		}
-		l, err := rollback.NewClientLink(c, rollback.LinkConfig{})
+		l, err := link.NewClientLink(c, link.LinkConfig{})
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +119,7 @@ func actionsTickwire(ctx context.Context, s Scenario, run *actionsRun, srv *acti
 	if err != nil {
 		return out, fmt.Errorf("bench: actions: %w", err)
 	}
-	links := rollback.NewServerLinks(srv.srv, repl, rollback.LinkConfig{}, nil)
+	links := link.NewServerLinks(srv.srv, repl, link.LinkConfig{}, nil)
 	serverSock, err := udp.Open(loopback, udp.Config{RecvBuffer: throughputSocketBuffer, SendBuffer: throughputSocketBuffer})
 	if err != nil {
 		return out, fmt.Errorf("bench: actions server socket: %w", err)

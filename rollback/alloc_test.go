@@ -4,8 +4,8 @@ import "testing"
 
 // S-F7: the steady-state tick, execute, rewind and replay paths allocate
 // nothing — in the executor, through Server.Tick and through the Client —
-// and neither do replication's pack and unpack, nor a tick of the links
-// over back-to-back channels.
+// and neither do replication's pack and unpack (the links over
+// back-to-back channels: rollback/link's TestNoAllocsLinks).
 func TestNoAllocs(t *testing.T) {
 	t.Run("executor", testNoAllocsExecutor)
 	t.Run("server", testNoAllocsServer)
@@ -13,11 +13,10 @@ func TestNoAllocs(t *testing.T) {
 	t.Run("pack", testNoAllocsPack)
 	t.Run("unpack", testNoAllocsUnpack)
 	t.Run("held", testNoAllocsHeld)
-	t.Run("links", testNoAllocsLinks)
 }
 
 // One iteration is a join's worth of holding: a snapshot is announced
-// (expect), twelve overlapping slices arrive and are held frame by frame,
+// (AwaitSnapshot), twelve overlapping slices arrive and are held frame by frame,
 // the snapshot is installed (Reset) and the 16 frames held are applied.
 func testNoAllocsHeld(t *testing.T) {
 	w, r := streamWorld(t, 30)
@@ -30,7 +29,7 @@ func testNoAllocsHeld(t *testing.T) {
 	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
 	none := func(uint32) ([]Record, bool) { return nil, false }
 	op := func() {
-		rv.expect(0, none)
+		rv.AwaitSnapshot(0, none)
 		for _, b := range slices {
 			if err := rv.Unpack(b); err != nil {
 				t.Fatal(err)

@@ -539,9 +539,9 @@ func (c *Client[S]) Refused(frame uint32, typ ActionTypeID, e Entity, payload []
 	return nil
 }
 
-// ownInputs counts the records of the client's own peer in the log's copy
+// OwnInputs counts the records of the client's own peer in the log's copy
 // of frame f; ok is false when the log does not hold f.
-func (c *Client[S]) ownInputs(f uint32) (n int, ok bool) {
+func (c *Client[S]) OwnInputs(f uint32) (n int, ok bool) {
 	v, err := c.log.Frame(f)
 	if err != nil {
 		return 0, false
@@ -554,11 +554,11 @@ func (c *Client[S]) ownInputs(f uint32) (n int, ok bool) {
 	return n, true
 }
 
-// appendFrame appends the records the client holds for frame f — staged
+// AppendFrame appends the records the client holds for frame f — staged
 // (received, not applied yet) or applied (its log frame) — and reports
 // whether it holds f at all. The payloads alias the client's buffers and
 // stay valid until the next Confirm, Tick, Reconcile or InstallSnapshot.
-func (c *Client[S]) appendFrame(dst []Record, f uint32) ([]Record, bool) {
+func (c *Client[S]) AppendFrame(dst []Record, f uint32) ([]Record, bool) {
 	if !c.ready || f <= c.baseline {
 		return dst, false
 	}

@@ -156,21 +156,9 @@
 // (before the snapshot, after a gap), each frame once, within a byte
 // budget.
 //
-// ServerLink and ClientLink are the transport.Handler of a peer's channel
-// on each side: inputs travel as reliable messages to Server.SubmitInput,
-// and every input it refuses is reported back (Client.Refused takes it
-// out of the prediction); slices go out with Channel.SendRecord each tick
-// (ServerLink.Flush) and come back as record verdicts; checksums of final
-// frames are verified on the client. With a Snapshotter on each side
-// (SetSnapshots), the server link also sends the joining client its
-// snapshot — the store at a final frame, scoped, with handles and owners,
-// zstd-compressed, announced first with where the server is — and a state
-// burst whenever the client can no longer be corrected from the stream
-// (Replicator or Receiver NeedsResync), its checksum does not match, or
-// the game asks (ClientLink.RequestResync). The stream goes on while a
-// snapshot is on its way; the client holds it, each frame once, until the
-// snapshot is in, so a join settles with one snapshot whatever its size,
-// and a joiner samples only frames the server still accepts.
+// The network glue — the links that carry inputs, slices, verdicts,
+// checksums and snapshots over a transport.Channel — is package
+// rollback/link; this package imports no transport.
 // docs/ROLLBACK.md has the formats and the measurements.
 //
 // # Concurrency and cost
@@ -182,6 +170,5 @@
 // working size — beginning and closing frames, executing with capture,
 // planning and committing rewinds, replaying, Server.Submit and Server.Tick,
 // Client.Confirm and Client.Tick allocate nothing; nor do the Replicator's
-// packs and verdicts, Receiver.Unpack, and the links' message handling and
-// Flush.
+// packs and verdicts and Receiver.Unpack.
 package rollback

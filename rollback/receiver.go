@@ -116,7 +116,7 @@ type ReceiverStats struct {
 
 // heldFrame is one frame held for later: its records are the receiver's
 // hrecs[lo:hi]. A complete frame holds the own inputs too (a frame the
-// client had applied, kept across a state burst: expect).
+// client had applied, kept across a state burst: AwaitSnapshot).
 type heldFrame struct {
 	frame    uint32
 	lo, hi   int32
@@ -174,8 +174,8 @@ type Receiver struct {
 	next  uint32 // the next frame to apply
 	sync  bool   // next is known: Reset was called
 	lost  bool
-	floor uint32 // before Reset: frames before it are not held (expect)
-	// resume is where an expect left off applying, for giveUp.
+	floor uint32 // before Reset: frames before it are not held (AwaitSnapshot)
+	// resume is where an AwaitSnapshot left off applying, for AbandonSnapshot.
 	resume    uint32
 	resumable bool
 
@@ -274,14 +274,20 @@ func (r *Receiver) Reset(baseline uint32) error {
 	return r.Drain()
 }
 
-// reserveFor raises the hold bound to at least n bytes (at most the
-// largest snapshot a client link assembles, MaxSnapshotParts ×
-// MaxSnapshotChunk) while a snapshot of about that size is being
-// received: the stream arriving meanwhile must be held until it is
-// installed. The raise lasts until the next Reset and then until the
-// frames held fit MaxHeldBytes again.
-func (r *Receiver) reserveFor(n int) {
-	r.reserve = max(r.reserve, min(n, MaxSnapshotParts*MaxSnapshotChunk))
+// AwaitingSnapshot reports whether the receiver waits for a snapshot
+// before it applies anything: before the first Reset, and from an
+// AwaitSnapshot until the snapshot is installed (Reset) or abandoned.
+func (r *Receiver) AwaitingSnapshot() bool { return !r.sync }
+
+// ExpectSnapshot tells the receiver that a snapshot of about n bytes is
+// on its way (the client link calls it for every snapshot part): until the
+// next Reset it holds the stream arriving meanwhile in up to n bytes, more
+// than MaxHeldBytes if need be, since every frame of it must be applied on
+// top of the snapshot once installed. The raise lasts until the next Reset
+// and then until the frames held fit MaxHeldBytes again. The caller bounds
+// n (the link by the largest snapshot it assembles). Cost: constant.
+func (r *Receiver) ExpectSnapshot(n int) {
+	r.reserve = max(r.reserve, n)
 	r.joining = true
 }
 
@@ -604,7 +610,7 @@ func (r *Receiver) holdFrame(f uint32, stream []Record, complete bool) holdResul
 	return holdNew
 }
 
-// expect prepares the receiver for a snapshot of frame f that is on its
+// AwaitSnapshot prepares the receiver for a snapshot of frame f that is on its
 // way (the server announced it) while the target is applying the stream:
 // until the snapshot is installed (Reset), every frame is held rather than
 // applied, since the target will start over from f; and the frames after
@@ -612,7 +618,7 @@ func (r *Receiver) holdFrame(f uint32, stream []Record, complete bool) holdResul
 // included), as have gives them — the server counts them as delivered and
 // will not send them again. have reports false for a frame the target no
 // longer holds; the copy stops there.
-func (r *Receiver) expect(f uint32, have func(frame uint32) ([]Record, bool)) {
+func (r *Receiver) AwaitSnapshot(f uint32, have func(frame uint32) ([]Record, bool)) {
 	r.floor = f + 1 // the snapshot covers the frames before
 	if !r.sync {
 		return
@@ -631,11 +637,11 @@ func (r *Receiver) expect(f uint32, have func(frame uint32) ([]Record, bool)) {
 	r.sync = false
 }
 
-// giveUp ends an expect whose snapshot will not come (the client link
+// AbandonSnapshot ends an AwaitSnapshot whose snapshot will not come (the client link
 // stopped asking after refusing MaxSnapshotRetries): the receiver goes on
 // applying from where it stopped, to the target's old state. Frames held
-// from then on are applied as usual; the copies expect made are stale.
-func (r *Receiver) giveUp() {
+// from then on are applied as usual; the copies AwaitSnapshot made are stale.
+func (r *Receiver) AbandonSnapshot() {
 	if r.sync || !r.resumable {
 		return
 	}
@@ -643,9 +649,9 @@ func (r *Receiver) giveUp() {
 	_ = r.Drain() // ErrInStep cannot happen: OnMessage runs outside the client's Tick
 }
 
-// refuseHeld takes the own input (typ, e, payload) of frame f out of a
+// DropRefused takes the own input (typ, e, payload) of frame f out of a
 // complete held frame (the server refused it; see Client.Refused).
-func (r *Receiver) refuseHeld(f uint32, typ ActionTypeID, e Entity, payload []byte) {
+func (r *Receiver) DropRefused(f uint32, typ ActionTypeID, e Entity, payload []byte) {
 	at := r.find(f)
 	if at == len(r.held) || r.held[at].frame != f || !r.held[at].complete {
 		return

@@ -323,7 +323,7 @@ func TestReceiverHoldsEachFrameOnce(t *testing.T) {
 }
 
 // While a snapshot is being received the window grows to its size
-// (reserveFor, called by the client link for every part), and falls back
+// (ExpectSnapshot, called by the client link for every part), and falls back
 // to MaxHeldBytes once the snapshot is installed and what was held is
 // applied.
 func TestReceiverReserveForSnapshot(t *testing.T) {
@@ -331,7 +331,7 @@ func TestReceiverReserveForSnapshot(t *testing.T) {
 	tg := newRecTarget(t, 5)
 	tg.ready = false
 	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
-	rv.reserveFor(64 << 10)
+	rv.ExpectSnapshot(64 << 10)
 	for k := uint32(1); k <= 51; k += 10 {
 		mustUnpack(t, rv, packRange(t, r, 5, k, k+9))
 	}
@@ -348,11 +348,11 @@ func TestReceiverReserveForSnapshot(t *testing.T) {
 }
 
 // A state burst announced while the receiver is applying the stream
-// (expect): from then on every frame is held, not applied, and the frames
+// (AwaitSnapshot): from then on every frame is held, not applied, and the frames
 // after the burst's that were applied already are held again, complete —
 // with the own inputs they had, not put back a second time — so that once
 // the burst is installed (Reset) they apply again on top of it. If no
-// burst comes (giveUp), the stream goes on from where it stopped.
+// burst comes (AbandonSnapshot), the stream goes on from where it stopped.
 func TestReceiverExpectHoldsAndResumes(t *testing.T) {
 	w, r := streamWorld(t, 30)
 	tg := newRecTarget(t, 1)
@@ -371,7 +371,7 @@ func TestReceiverExpectHoldsAndResumes(t *testing.T) {
 		recs, ok := tg.frames[f]
 		return recs, ok
 	}
-	rv.expect(5, have) // a burst of frame 5 is coming
+	rv.AwaitSnapshot(5, have) // a burst of frame 5 is coming
 	mustUnpack(t, rv, packRange(t, r, 1, 11, 15))
 	if st := rv.Stats(); tg.count != 10 || st.HeldNow != 10 {
 		t.Fatalf("after the announcement: %d confirmed, %+v", tg.count, st)
@@ -390,12 +390,12 @@ func TestReceiverExpectHoldsAndResumes(t *testing.T) {
 		}
 	}
 
-	rv.expect(12, have) // a burst that never comes
+	rv.AwaitSnapshot(12, have) // a burst that never comes
 	mustUnpack(t, rv, packRange(t, r, 1, 16, 20))
 	if tg.last != 15 {
 		t.Fatalf("applied frame %d while a burst was announced", tg.last)
 	}
-	rv.giveUp()
+	rv.AbandonSnapshot()
 	if rv.AppliedThrough() != 20 || rv.Stats().HeldNow != 0 {
 		t.Fatalf("after giving up: through %d, %+v", rv.AppliedThrough(), rv.Stats())
 	}

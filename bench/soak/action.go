@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/rollback"
+	"github.com/tickwire/tickwire/rollback/link"
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
 )
@@ -136,8 +137,8 @@ type actionStream struct {
 	srv    *rollback.Server[*rollback.Store]
 	repl   *rollback.Replicator
 	cl     *rollback.Client[*rollback.Store]
-	clink  *rollback.ClientLink[*rollback.Store]
-	slink  *rollback.ServerLink[*rollback.Store]
+	clink  *link.ClientLink[*rollback.Store]
+	slink  *link.ServerLink[*rollback.Store]
 	se, ce *end
 	rng    *rand.Rand
 	frame  uint32 // the server's newest frame
@@ -172,10 +173,10 @@ func newActionStream(n *simlink.Network, seed uint64, tcfg transport.Config) (*a
 	if a.cl, err = rollback.NewClient(a.cw.x, clientPeer, sample, a.cw.step, rollback.ClientConfig{Checksum: a.cw.store.Checksum}); err != nil {
 		return nil, err
 	}
-	if a.clink, err = rollback.NewClientLink(a.cl, rollback.LinkConfig{}); err != nil {
+	if a.clink, err = link.NewClientLink(a.cl, link.LinkConfig{}); err != nil {
 		return nil, err
 	}
-	if a.slink, err = rollback.NewServerLink(a.srv, a.repl, clientPeer, 0, rollback.LinkConfig{}); err != nil {
+	if a.slink, err = link.NewServerLink(a.srv, a.repl, clientPeer, 0, link.LinkConfig{}); err != nil {
 		return nil, err
 	}
 	if a.se, a.ce, err = pair(n, 2, tcfg, a.slink, a.clink); err != nil {

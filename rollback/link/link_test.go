@@ -1,10 +1,12 @@
-package rollback
+package link
 
 import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
@@ -20,26 +22,26 @@ type session struct {
 	t    testing.TB
 	net  *simNet
 	sw   *world
-	srv  *Server[*Store]
-	repl *Replicator
+	srv  *rollback.Server[*rollback.Store]
+	repl *rollback.Replicator
 	cls  []*sessClient
 	lead uint32 // frames the clients run ahead of the server
 	last uint32 // the clients predict no frame beyond it
 
-	states  []*Store // the server's state at the last close of frame f, at f % len
-	frame   uint32   // the server's newest frame
+	states  []*rollback.Store // the server's state at the last close of frame f, at f % len
+	frame   uint32            // the server's newest frame
 	tcfg    transport.Config
 	lcfg    LinkConfig
-	maxSeen int          // largest PendingAckCount seen
-	extra   func(*Store) // if set, run on every client's store once built (session.grow)
+	maxSeen int                   // largest PendingAckCount seen
+	extra   func(*rollback.Store) // if set, run on every client's store once built (session.grow)
 }
 
 type sessClient struct {
-	p     Sender
+	p     rollback.Sender
 	w     *world
-	c     *Client[*Store]
-	link  *ClientLink[*Store]
-	slink *ServerLink[*Store]
+	c     *rollback.Client[*rollback.Store]
+	link  *ClientLink[*rollback.Store]
+	slink *ServerLink[*rollback.Store]
 	se    *chanEnd // server side of the pair
 	ce    *chanEnd // client side
 	rng   *rand.Rand
@@ -53,21 +55,21 @@ const sessRewind = 12 // ServerConfig.MaxRewindFrames: the replication delay
 func newSession(t testing.TB, seed uint64, link simlink.LinkConfig, lcfg LinkConfig) *session {
 	t.Helper()
 	s := &session{t: t, net: newSimNet(t, seed, link), lead: 4, last: ^uint32(0), lcfg: lcfg}
-	s.sw = newWorld(t, Config{FrameCapacity: 64}, 64)
+	s.sw = newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
 	var err error
-	s.srv, err = NewServer(s.sw.x, testStep(s.sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: sessRewind, Checksum: s.sw.store.Checksum})
+	s.srv, err = rollback.NewServer(s.sw.x, testStep(s.sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: sessRewind, Checksum: s.sw.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.states = make([]*Store, 64)
+	s.states = make([]*rollback.Store, 64)
 	for i := range s.states {
-		if s.states[i], err = NewStore(StoreConfig{Components: testComponents, Capacity: 64}); err != nil {
+		if s.states[i], err = rollback.NewStore(rollback.StoreConfig{Components: testComponents, Capacity: 64}); err != nil {
 			t.Fatal(err)
 		}
 		populate(t, s.states[i]) // same entities; copyStore copies the bytes
 	}
-	s.srv.SetHooks(ServerHooks{OnFrame: func(f uint32, _ bool) { copyStore(s.states[f%64], s.sw.store) }})
-	if s.repl, err = NewReplicator(s.sw.log, nil); err != nil {
+	s.srv.SetHooks(rollback.ServerHooks{OnFrame: func(f uint32, _ bool) { copyStore(s.states[f%64], s.sw.store) }})
+	if s.repl, err = rollback.NewReplicator(s.sw.log, nil); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -76,14 +78,14 @@ func newSession(t testing.TB, seed uint64, link simlink.LinkConfig, lcfg LinkCon
 // addClient connects peer p, whose snapshot will be of the initial state
 // (frame 0): the server starts its stream at frame 1 at once; the client
 // installs the snapshot now if install, else later (installClient).
-func (s *session) addClient(p Sender, install bool) *sessClient {
+func (s *session) addClient(p rollback.Sender, install bool) *sessClient {
 	s.t.Helper()
 	cl := &sessClient{p: p, rng: rand.New(rand.NewPCG(uint64(p)+1, 77)), from: 1, to: ^uint32(0)}
-	cl.w = newWorld(s.t, Config{FrameCapacity: 64}, 64)
+	cl.w = newWorld(s.t, rollback.Config{FrameCapacity: 64}, 64)
 	if s.extra != nil {
 		s.extra(cl.w.store)
 	}
-	sample := func(f uint32, in *InputBuffer) {
+	sample := func(f uint32, in *rollback.InputBuffer) {
 		if f < cl.from || f > cl.to {
 			return
 		}
@@ -98,7 +100,7 @@ func (s *session) addClient(p Sender, install bool) *sessClient {
 		}
 	}
 	var err error
-	if cl.c, err = NewClient(cl.w.x, p, sample, testStep(cl.w), ClientConfig{Checksum: cl.w.store.Checksum}); err != nil {
+	if cl.c, err = rollback.NewClient(cl.w.x, p, sample, testStep(cl.w), rollback.ClientConfig{Checksum: cl.w.store.Checksum}); err != nil {
 		s.t.Fatal(err)
 	}
 	if cl.link, err = NewClientLink(cl.c, s.lcfg); err != nil {
@@ -117,7 +119,7 @@ func (s *session) addClient(p Sender, install bool) *sessClient {
 
 // installClient installs a snapshot of frame f (state: from, or the
 // client's own initial state when nil) through the link.
-func (s *session) installClient(cl *sessClient, f uint32, from *Store) {
+func (s *session) installClient(cl *sessClient, f uint32, from *rollback.Store) {
 	s.t.Helper()
 	if from != nil {
 		copyStore(cl.w.store, from)
@@ -154,7 +156,7 @@ func (s *session) step(advance bool) {
 		cl.ce.receive(now, tick)
 		if cl.ready {
 			target := min(s.frame+s.lead, s.last)
-			if err := cl.c.Tick(max(target, cl.c.Present())); err != nil && !errors.Is(err, ErrPredictionLimit) {
+			if err := cl.c.Tick(max(target, cl.c.Present())); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
 				s.t.Fatalf("client %d Tick: %v", cl.p, err)
 			}
 		}
@@ -238,7 +240,7 @@ func TestLinkEndToEnd(t *testing.T) {
 	}
 	s := newSession(t, 42, sim(25, 5, 10), LinkConfig{})
 	s.lead = 2 // inputs often arrive after their frame: the server rewinds
-	for p := range Sender(3) {
+	for p := range rollback.Sender(3) {
 		s.addClient(p, true)
 	}
 	s.last = ticks
@@ -380,12 +382,12 @@ func TestLinkConvergesAndCountsAgedOut(t *testing.T) {
 func TestFragmentedSliceCreditedWhole(t *testing.T) {
 	const frames = 300
 	net := newSimNet(t, 5, sim(25, 5, 10))
-	w := newWorld(t, Config{FrameCapacity: 64}, 64)
-	repl, _ := NewReplicator(w.log, nil)
+	w := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	repl, _ := rollback.NewReplicator(w.log, nil)
 	const peer = 6
 	_ = repl.AddPeer(peer, 0)
 	tg := newRecTarget(t, peer)
-	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
+	rv := newTestReceiver(t, w, tg, rollback.ReceiverConfig{})
 	_ = rv.Reset(0)
 
 	srvH := &verdicts{on: func(tag uint64, ok bool) {
@@ -421,7 +423,7 @@ func TestFragmentedSliceCreditedWhole(t *testing.T) {
 			fillFrame(t, w, tick, func() {
 				for i := range 60 {
 					pay[0], pay[1] = byte(i), byte(tick)
-					_ = w.x.Execute(SenderLocal, w.ids.ping, NoEntity, pay)
+					_ = w.x.Execute(rollback.SenderLocal, w.ids.ping, rollback.NoEntity, pay)
 				}
 			})
 		}
@@ -491,14 +493,14 @@ func (v *verdicts) OnDisconnect(wire.DisconnectReason) {}
 // claiming another sender), never panics, submits good ones under the
 // channel's peer id, and hands messages it does not handle to OnOther.
 func TestServerLinkMessages(t *testing.T) {
-	w, srv := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{FirstFrame: 1}, false)
-	repl, _ := NewReplicator(w.log, nil)
+	w, srv := newServerWorld(t, rollback.Config{FrameCapacity: 16}, rollback.ServerConfig{FirstFrame: 1}, false)
+	repl, _ := rollback.NewReplicator(w.log, nil)
 	var other int
 	l, err := NewServerLink(srv, repl, 1, 0, LinkConfig{OnOther: func(transport.Message) { other++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	heal := []Input{{Frame: 2, Sender: 1, Type: w.ids.heal, Entity: w.ents[3], Payload: le32(5)}}
+	heal := []rollback.Input{{Frame: 2, Sender: 1, Type: w.ids.heal, Entity: w.ents[3], Payload: le32(5)}}
 	good := appendInputs(nil, 2, 1, heal)
 	forged := appendInputs(nil, 2, 0, heal)
 	for _, b := range [][]byte{nil, {msgInputs}, good[:len(good)-1], append(bytes.Clone(good), 0), forged, {msgChecksum, 1, 2}} {
@@ -510,14 +512,14 @@ func TestServerLinkMessages(t *testing.T) {
 	if st.Malformed != 6 || st.InputsAccepted != 1 || other != 1 || srv.Pending() != 1 {
 		t.Fatalf("%+v, other %d, pending %d", st, other, srv.Pending())
 	}
-	if _, err := NewServerLink(srv, repl, 1, 0, LinkConfig{}); !errors.Is(err, ErrPeerExists) {
+	if _, err := NewServerLink(srv, repl, 1, 0, LinkConfig{}); !errors.Is(err, rollback.ErrPeerExists) {
 		t.Fatalf("second link for peer 1: %v", err)
 	}
-	if _, err := NewServerLink(srv, repl, 2, 0, LinkConfig{Budget: 10}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewServerLink(srv, repl, 2, 0, LinkConfig{Budget: 10}); !errors.Is(err, rollback.ErrInvalidConfig) {
 		t.Fatalf("bad config: %v", err)
 	}
 	l.Close()
-	if err := l.Flush(nil); !errors.Is(err, ErrUnknownPeer) {
+	if err := l.Flush(nil); !errors.Is(err, rollback.ErrUnknownPeer) {
 		t.Fatalf("Flush after Close: %v", err)
 	}
 }
@@ -532,18 +534,18 @@ func TestServerLinkMessages(t *testing.T) {
 func TestPipelinedSlicesConverge(t *testing.T) {
 	const frames = 400
 	net := newSimNet(t, 21, sim(25, 5, 20))
-	w := newWorld(t, Config{FrameCapacity: 64}, 64)
-	srv, err := NewServer(w.x, nil, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, MaxQueuedActions: 4096})
+	w := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	srv, err := rollback.NewServer(w.x, nil, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, MaxQueuedActions: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	repl, _ := NewReplicator(w.log, nil)
+	repl, _ := rollback.NewReplicator(w.log, nil)
 	link, err := NewServerLink(srv, repl, 0, 0, LinkConfig{ChecksumEvery: NoChecksums})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg := newRecTarget(t, 0)
-	rv := newTestReceiver(t, w, tg, ReceiverConfig{})
+	rv := newTestReceiver(t, w, tg, rollback.ReceiverConfig{})
 	_ = rv.Reset(0)
 	srvH := &verdicts{on: func(tag uint64, ok bool) {
 		link.OnRecord(tag, ok)
@@ -567,7 +569,7 @@ func TestPipelinedSlicesConverge(t *testing.T) {
 		if tick < frames {
 			for i := range 40 {
 				pay[0], pay[1] = byte(i), byte(tick)
-				_ = srv.EnqueueAction(w.ids.ping, NoEntity, pay)
+				_ = srv.EnqueueAction(w.ids.ping, rollback.NoEntity, pay)
 			}
 			if err := srv.Tick(tick + 1); err != nil {
 				t.Fatal(err)
@@ -608,17 +610,17 @@ func TestPipelinedSlicesConverge(t *testing.T) {
 // history. Malformed reports and announcements are counted and change
 // nothing.
 func TestLinkRefusalMessages(t *testing.T) {
-	w, srv := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, false)
-	repl, _ := NewReplicator(w.log, nil)
+	w, srv := newServerWorld(t, rollback.Config{FrameCapacity: 16}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, false)
+	repl, _ := rollback.NewReplicator(w.log, nil)
 	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{ChecksumEvery: NoChecksums})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustTick(t, srv, 10) // frames up to 6 are final: an input for 3 is too old
 	var cw *world
-	cw, c := newClientWorld(t, Config{FrameCapacity: 16}, 1, func(f uint32, in *InputBuffer) {
+	cw, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, func(f uint32, in *rollback.InputBuffer) {
 		_ = in.Add(cw.ids.heal, cw.ents[3], le32(int32(f)))
-	}, false, ClientConfig{})
+	}, false, rollback.ClientConfig{})
 	cl, err := NewClientLink(c, LinkConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -630,7 +632,7 @@ func TestLinkRefusalMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := c.PendingInputs(nil)[2] // frame 3's
-	msg := appendInputs(nil, in.Frame, 1, []Input{in})
+	msg := appendInputs(nil, in.Frame, 1, []rollback.Input{in})
 	sl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: 1, Payload: msg})
 	ch := &fakeStream{room: 10}
 	if err := sl.Flush(ch); err != nil {
@@ -645,7 +647,7 @@ func TestLinkRefusalMessages(t *testing.T) {
 			report = m
 		}
 	}
-	if len(report) < 6 || report[5] != byte(DropTooOld) {
+	if len(report) < 6 || report[5] != byte(rollback.DropTooOld) {
 		t.Fatalf("report %x", report)
 	}
 	bad := [][]byte{

@@ -1,4 +1,4 @@
-package rollback
+package link
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
@@ -43,9 +45,9 @@ type joinRig struct {
 	net    *simNet
 	link   simlink.LinkConfig
 	sw     *world
-	srv    *Server[*Store]
-	repl   *Replicator
-	src    *Snapshotter
+	srv    *rollback.Server[*rollback.Store]
+	repl   *rollback.Replicator
+	src    *rollback.Snapshotter
 	rewind int
 	bg     int // background entities
 	bgSeed uint64
@@ -53,15 +55,15 @@ type joinRig struct {
 	last   uint32 // no client samples or predicts a frame beyond it
 	lead   uint32 // frames a client runs ahead of the server, besides the one-way delay
 	cls    []*joinClient
-	skew   map[Sender]bool // clients whose step diverges from the server's
+	skew   map[rollback.Sender]bool // clients whose step diverges from the server's
 }
 
 type joinClient struct {
-	p     Sender
+	p     rollback.Sender
 	w     *world
-	c     *Client[*Store]
-	link  *ClientLink[*Store]
-	slink *ServerLink[*Store]
+	c     *rollback.Client[*rollback.Store]
+	link  *ClientLink[*rollback.Store]
+	slink *ServerLink[*rollback.Store]
 	se    *chanEnd
 	ce    *chanEnd
 	rng   *rand.Rand
@@ -86,7 +88,7 @@ func activeSum(w *world) func() uint64 {
 	return func() uint64 {
 		var crc uint64
 		for _, e := range w.ents {
-			for c := range ComponentID(3) {
+			for c := range rollback.ComponentID(3) {
 				b, err := w.store.Component(e, c)
 				if err != nil {
 					crc = crc64.Update(crc, joinCRC, []byte{0xEE})
@@ -101,15 +103,15 @@ func activeSum(w *world) func() uint64 {
 
 // background adds n entities owned by the server, with random component
 // bytes from seed, to s.
-func background(tb testing.TB, s *Store, n int, seed uint64) {
+func background(tb testing.TB, s *rollback.Store, n int, seed uint64) {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0xB6))
 	for range n {
-		e, err := s.Create(SenderLocal)
+		e, err := s.Create(rollback.SenderLocal)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for c := range ComponentID(3) {
+		for c := range rollback.ComponentID(3) {
 			b, _ := s.Component(e, c)
 			for k := range b {
 				b[k] = byte(rng.Uint32())
@@ -121,16 +123,16 @@ func background(tb testing.TB, s *Store, n int, seed uint64) {
 func newJoinRig(tb testing.TB, seed uint64, link simlink.LinkConfig, bg, rewind int) *joinRig {
 	tb.Helper()
 	r := &joinRig{t: tb, net: newSimNet(tb, seed, link), link: link, rewind: rewind, bg: bg, bgSeed: seed, last: ^uint32(0), lead: 2}
-	r.sw = newWorld(tb, Config{}, len(entityOwners)+bg)
+	r.sw = newWorld(tb, rollback.Config{}, len(entityOwners)+bg)
 	background(tb, r.sw.store, bg, r.bgSeed)
 	var err error
-	if r.srv, err = NewServer(r.sw.x, testStep(r.sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: rewind, Checksum: activeSum(r.sw)}); err != nil {
+	if r.srv, err = rollback.NewServer(r.sw.x, testStep(r.sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: rewind, Checksum: activeSum(r.sw)}); err != nil {
 		tb.Fatal(err)
 	}
-	if r.repl, err = NewReplicator(r.sw.log, nil); err != nil {
+	if r.repl, err = rollback.NewReplicator(r.sw.log, nil); err != nil {
 		tb.Fatal(err)
 	}
-	if r.src, err = NewSnapshotter(r.sw.store, r.sw.log, SnapshotConfig{}); err != nil {
+	if r.src, err = rollback.NewSnapshotter(r.sw.store, r.sw.log, rollback.SnapshotConfig{}); err != nil {
 		tb.Fatal(err)
 	}
 	return r
@@ -138,14 +140,14 @@ func newJoinRig(tb testing.TB, seed uint64, link simlink.LinkConfig, bg, rewind 
 
 // addClient connects peer p now: a resident shares the server's initial
 // world (frame 0) and streams from frame 1; a joiner asks for a snapshot.
-func (r *joinRig) addClient(p Sender, resident bool) *joinClient {
+func (r *joinRig) addClient(p rollback.Sender, resident bool) *joinClient {
 	r.t.Helper()
 	cl := &joinClient{p: p, resident: resident, rng: rand.New(rand.NewPCG(uint64(p)+1, r.bgSeed)), joinAt: int(r.net.tick)}
-	cl.w = newWorld(r.t, Config{}, len(entityOwners)+r.bg)
+	cl.w = newWorld(r.t, rollback.Config{}, len(entityOwners)+r.bg)
 	if resident {
 		background(r.t, cl.w.store, r.bg, r.bgSeed)
 	}
-	sample := func(f uint32, in *InputBuffer) {
+	sample := func(f uint32, in *rollback.InputBuffer) {
 		if f > r.last {
 			return
 		}
@@ -172,7 +174,7 @@ func (r *joinRig) addClient(p Sender, resident bool) *joinClient {
 			}
 		}
 	}
-	if cl.c, err = NewClient(cl.w.x, p, sample, step, ClientConfig{Checksum: activeSum(cl.w)}); err != nil {
+	if cl.c, err = rollback.NewClient(cl.w.x, p, sample, step, rollback.ClientConfig{Checksum: activeSum(cl.w)}); err != nil {
 		r.t.Fatal(err)
 	}
 	if cl.link, err = NewClientLink(cl.c, LinkConfig{}); err != nil {
@@ -182,7 +184,7 @@ func (r *joinRig) addClient(p Sender, resident bool) *joinClient {
 		r.t.Fatal(err)
 	}
 	cl.se, cl.ce = r.net.pair(int(p), transport.Config{}, cl.slink, cl.link)
-	sink, err := NewSnapshotter(cl.w.store, nil, SnapshotConfig{})
+	sink, err := rollback.NewSnapshotter(cl.w.store, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -260,7 +262,7 @@ func (r *joinRig) step(advance bool) {
 			if cl.installAt == 0 {
 				cl.installAt = int(tick)
 			}
-			if err := cl.c.Tick(max(r.target(cl), cl.c.Present())); err != nil && !errors.Is(err, ErrPredictionLimit) {
+			if err := cl.c.Tick(max(r.target(cl), cl.c.Present())); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
 				r.t.Fatalf("client %d Tick: %v", cl.p, err)
 			}
 		}
@@ -298,7 +300,7 @@ func (r *joinRig) settle(maxTicks int) error {
 		done := true
 		for _, cl := range r.cls {
 			if cl.c.Confirmed() != r.last || cl.c.Present() != r.last || cl.slink.PendingAckCount() != 0 ||
-				cl.link.asked || cl.link.wantResync || !cl.link.recv.sync { // a state burst is not on its way
+				cl.link.asked || cl.link.wantResync || cl.link.recv.AwaitingSnapshot() { // a state burst is not on its way
 				done = false
 			}
 		}
@@ -324,7 +326,7 @@ func (r *joinRig) check() error {
 	if err != nil {
 		return err
 	}
-	dec, err := NewSnapshotter(want, nil, SnapshotConfig{})
+	dec, err := rollback.NewSnapshotter(want, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		return err
 	}
@@ -339,9 +341,9 @@ func (r *joinRig) check() error {
 	return nil
 }
 
-func emptyStoreLike(tb testing.TB, s *Store) *Store {
+func emptyStoreLike(tb testing.TB, s *rollback.Store) *rollback.Store {
 	tb.Helper()
-	d, err := NewStore(StoreConfig{Components: testComponents, Capacity: s.Capacity()})
+	d, err := rollback.NewStore(rollback.StoreConfig{Components: testComponents, Capacity: s.Capacity()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -424,7 +426,7 @@ func runJoinCase(tb testing.TB, c joinCase) (joinOutcome, error) {
 	if c.resident {
 		r.addClient(0, true)
 	}
-	next := Sender(0)
+	next := rollback.Sender(0)
 	if c.resident {
 		next = 1
 	}
@@ -672,7 +674,7 @@ func TestDesyncResyncs(t *testing.T) {
 	r := newJoinRig(t, 9, sim(25, 5, 10), 1000, 12)
 	damaged := r.addClient(0, true)
 	asked := r.addClient(1, true)
-	r.skew = map[Sender]bool{2: true}
+	r.skew = map[rollback.Sender]bool{2: true}
 	skewed := r.addClient(2, true)
 	for range 120 {
 		r.step(true)

@@ -1,8 +1,10 @@
-package rollback
+package link
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
@@ -19,18 +21,18 @@ import (
 func slicesRun(tb testing.TB, k, perFrame int, loss float64, ticks, deadFrom, deadTo int) (meanLag float64, maxLag uint32, recover int, aged uint64, bytesPerFrame float64) {
 	tb.Helper()
 	net := newSimNet(tb, 11, sim(25, 5, loss))
-	w := newWorld(tb, Config{FrameCapacity: 64}, 64)
-	srv, err := NewServer(w.x, nil, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, MaxQueuedActions: 4096})
+	w := newWorld(tb, rollback.Config{FrameCapacity: 64}, 64)
+	srv, err := rollback.NewServer(w.x, nil, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, MaxQueuedActions: 4096})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	repl, _ := NewReplicator(w.log, nil)
+	repl, _ := rollback.NewReplicator(w.log, nil)
 	link, err := NewServerLink(srv, repl, 0, 0, LinkConfig{SlicesPerFlush: k, ChecksumEvery: NoChecksums})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tg := &recTarget{tb: tb, peer: 0, ready: true, noCopy: true}
-	rv, _ := NewReceiver(tg, w.x.Registry(), ReceiverConfig{})
+	rv, _ := rollback.NewReceiver(tg, w.x.Registry(), rollback.ReceiverConfig{})
 	_ = rv.Reset(0)
 	cli := &verdicts{msg: func(m transport.Message) {
 		if m.Delivery == transport.Record {
@@ -55,7 +57,7 @@ func slicesRun(tb testing.TB, k, perFrame int, loss float64, ticks, deadFrom, de
 		se.receive(net.now, net.tick)
 		for i := range perFrame {
 			pay[0], pay[1] = byte(i), byte(tick)
-			if err := srv.EnqueueAction(w.ids.ping, NoEntity, pay); err != nil {
+			if err := srv.EnqueueAction(w.ids.ping, rollback.NoEntity, pay); err != nil {
 				tb.Fatal(err)
 			}
 		}

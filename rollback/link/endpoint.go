@@ -1,6 +1,7 @@
-package rollback
+package link
 
 import (
+	"github.com/tickwire/tickwire/rollback"
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/wire"
 )
@@ -17,13 +18,13 @@ import (
 // all on the endpoint's goroutine. Messages the links do not handle go to
 // LinkConfig.OnOther. Per-peer state is the link's; routing allocates
 // nothing.
-type ServerLinks[S State] struct {
-	srv   *Server[S]
-	repl  *Replicator
+type ServerLinks[S rollback.State] struct {
+	srv   *rollback.Server[S]
+	repl  *rollback.Replicator
 	cfg   LinkConfig
-	snaps SnapshotSource
-	links [MaxPeerID + 1]*ServerLink[S]
-	peers [MaxPeerID + 1]*transport.Peer
+	snaps rollback.SnapshotSource
+	links [rollback.MaxPeerID + 1]*ServerLink[S]
+	peers [rollback.MaxPeerID + 1]*transport.Peer
 	err   error
 }
 
@@ -31,13 +32,13 @@ type ServerLinks[S State] struct {
 // nil, makes every new client join with a snapshot (ServerLink.SetSnapshots
 // and RequestSnapshot); without it clients must start from the initial
 // state (frame 0) and the stream starts at frame 1.
-func NewServerLinks[S State](srv *Server[S], repl *Replicator, cfg LinkConfig, snaps SnapshotSource) *ServerLinks[S] {
+func NewServerLinks[S rollback.State](srv *rollback.Server[S], repl *rollback.Replicator, cfg LinkConfig, snaps rollback.SnapshotSource) *ServerLinks[S] {
 	return &ServerLinks[S]{srv: srv, repl: repl, cfg: cfg, snaps: snaps}
 }
 
 // Link returns the link of peer id, or nil.
 func (h *ServerLinks[S]) Link(id uint8) *ServerLink[S] {
-	if Sender(id) > MaxPeerID {
+	if rollback.Sender(id) > rollback.MaxPeerID {
 		return nil
 	}
 	return h.links[id]
@@ -50,10 +51,10 @@ func (h *ServerLinks[S]) Err() error { return h.err }
 // OnConnect creates the new client's link.
 func (h *ServerLinks[S]) OnConnect(p *transport.Peer) {
 	id := p.ID()
-	if Sender(id) > MaxPeerID {
+	if rollback.Sender(id) > rollback.MaxPeerID {
 		return // the endpoint never admits one; refuse it here too
 	}
-	l, err := NewServerLink(h.srv, h.repl, Sender(id), 0, h.cfg)
+	l, err := NewServerLink(h.srv, h.repl, rollback.Sender(id), 0, h.cfg)
 	if err != nil {
 		if h.err == nil {
 			h.err = err
@@ -76,7 +77,7 @@ func (h *ServerLinks[S]) OnResume(*transport.Peer) {}
 // OnDisconnect closes the peer's link.
 func (h *ServerLinks[S]) OnDisconnect(p *transport.Peer, reason wire.DisconnectReason) {
 	id := p.ID()
-	if Sender(id) > MaxPeerID || h.links[id] == nil {
+	if rollback.Sender(id) > rollback.MaxPeerID || h.links[id] == nil {
 		return
 	}
 	h.links[id].OnDisconnect(reason)
@@ -86,14 +87,14 @@ func (h *ServerLinks[S]) OnDisconnect(p *transport.Peer, reason wire.DisconnectR
 
 // OnMessage hands a message to the peer's link.
 func (h *ServerLinks[S]) OnMessage(p *transport.Peer, m transport.Message) {
-	if id := p.ID(); Sender(id) <= MaxPeerID && h.links[id] != nil {
+	if id := p.ID(); rollback.Sender(id) <= rollback.MaxPeerID && h.links[id] != nil {
 		h.links[id].OnMessage(m)
 	}
 }
 
 // OnRecord hands a slice's verdict to the peer's link.
 func (h *ServerLinks[S]) OnRecord(p *transport.Peer, tag uint64, confirmed bool) {
-	if id := p.ID(); Sender(id) <= MaxPeerID && h.links[id] != nil {
+	if id := p.ID(); rollback.Sender(id) <= rollback.MaxPeerID && h.links[id] != nil {
 		h.links[id].OnRecord(tag, confirmed)
 	}
 }
@@ -120,8 +121,8 @@ func (h *ServerLinks[S]) Flush() error {
 // once the server's Accept says which peer id this client is (the rollback
 // client must know its own id to predict), through newLink. Tick order:
 // Endpoint.Poll, Client.Tick, ClientLinks.Flush, Endpoint.Flush.
-type ClientLinks[S State] struct {
-	newLink func(id Sender) (*ClientLink[S], error)
+type ClientLinks[S rollback.State] struct {
+	newLink func(id rollback.Sender) (*ClientLink[S], error)
 	link    *ClientLink[S]
 	peer    *transport.Peer
 	err     error
@@ -130,7 +131,7 @@ type ClientLinks[S State] struct {
 // NewClientLinks returns the handler for a client endpoint; newLink builds
 // the client's world, Client and ClientLink for peer id (called once, on
 // connect; a resumed session keeps them).
-func NewClientLinks[S State](newLink func(id Sender) (*ClientLink[S], error)) *ClientLinks[S] {
+func NewClientLinks[S rollback.State](newLink func(id rollback.Sender) (*ClientLink[S], error)) *ClientLinks[S] {
 	return &ClientLinks[S]{newLink: newLink}
 }
 
@@ -146,7 +147,7 @@ func (h *ClientLinks[S]) OnConnect(p *transport.Peer) {
 	if h.link != nil {
 		return
 	}
-	h.link, h.err = h.newLink(Sender(p.ID()))
+	h.link, h.err = h.newLink(rollback.Sender(p.ID()))
 }
 
 // OnSuspend keeps the link: the session may resume.

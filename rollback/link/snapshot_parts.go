@@ -1,8 +1,10 @@
-package rollback
+package link
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/wire"
@@ -47,12 +49,12 @@ type snapshotParts struct {
 // ErrSnapshotTooLarge (wrapped) beyond MaxSnapshotParts parts.
 func (p *snapshotParts) start(body []byte, frame uint32, chunk int) error {
 	if chunk < 1 || chunk > MaxSnapshotChunk {
-		return fmt.Errorf("%w: snapshot chunk %d", ErrInvalidConfig, chunk)
+		return fmt.Errorf("%w: snapshot chunk %d", rollback.ErrInvalidConfig, chunk)
 	}
 	count := (len(body) + chunk - 1) / chunk
 	if count > MaxSnapshotParts {
 		p.reset()
-		return fmt.Errorf("%w: %d-byte snapshot needs %d parts of %d bytes, limit %d", ErrSnapshotTooLarge, len(body), count, chunk, MaxSnapshotParts)
+		return fmt.Errorf("%w: %d-byte snapshot needs %d parts of %d bytes, limit %d", rollback.ErrSnapshotTooLarge, len(body), count, chunk, MaxSnapshotParts)
 	}
 	p.body = append(p.body[:0], body...)
 	p.frame, p.chunk, p.count, p.sent = frame, chunk, count, 0
@@ -86,7 +88,7 @@ func (p *snapshotParts) next(ch StreamChannel) (n int, done bool, err error) {
 			}
 			p.reset()
 			if errors.Is(err, transport.ErrTooLarge) {
-				return n, false, fmt.Errorf("%w: %d-byte snapshot part: %w", ErrSnapshotTooLarge, len(p.msg), err)
+				return n, false, fmt.Errorf("%w: %d-byte snapshot part: %w", rollback.ErrSnapshotTooLarge, len(p.msg), err)
 			}
 			return n, false, err
 		}
@@ -125,7 +127,7 @@ func (a *snapshotAssembler) add(part []byte) (body []byte, frame uint32, complet
 	bad := func(what string) ([]byte, uint32, bool, bool, error) {
 		dropped = a.active
 		a.abort()
-		return nil, 0, false, dropped, fmt.Errorf("%w: snapshot part %s", ErrMalformed, what)
+		return nil, 0, false, dropped, fmt.Errorf("%w: snapshot part %s", rollback.ErrMalformed, what)
 	}
 	if len(part) < snapshotPartHeader || part[0] != msgSnapshotPart {
 		return bad("header")

@@ -1,4 +1,4 @@
-package rollback
+package link
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/wire"
@@ -18,10 +20,10 @@ import (
 // hundred bytes. Call it before addClient.
 func (s *session) grow(n int) {
 	s.t.Helper()
-	fill := func(st *Store) {
+	fill := func(st *rollback.Store) {
 		rng := rand.New(rand.NewPCG(5, 5))
 		for range n {
-			e, err := st.Create(Sender(rng.IntN(4)))
+			e, err := st.Create(rollback.Sender(rng.IntN(4)))
 			if err != nil {
 				s.t.Fatal(err)
 			}
@@ -46,7 +48,7 @@ func (s *session) grow(n int) {
 // server counts the snapshot once, the client joins the parts, installs
 // them, and converges byte for byte with its checksums verified.
 func TestLinkSnapshotJoinChunked(t *testing.T) {
-	for _, codec := range []Compression{CompressZstd, CompressS2} {
+	for _, codec := range []rollback.Compression{rollback.CompressZstd, rollback.CompressS2} {
 		s := newSession(t, 11, sim(25, 5, 10), LinkConfig{SnapshotChunk: 256})
 		s.grow(54)
 		late := s.joinLate(codec)
@@ -64,10 +66,10 @@ func TestLinkSnapshotJoinChunked(t *testing.T) {
 // snapshotParts, and joins them on the other side with a
 // snapshotAssembler into a Snapshotter of dst. It returns the ticks until
 // the install, the parts, and the Flushes that left parts for later.
-func sendParts(t *testing.T, tcfg transport.Config, chunk int, msg []byte, dst *Store, frame uint32) (ticks, parts, stalls int) {
+func sendParts(t *testing.T, tcfg transport.Config, chunk int, msg []byte, dst *rollback.Store, frame uint32) (ticks, parts, stalls int) {
 	t.Helper()
 	net := newSimNet(t, 21, sim(25, 5, 10))
-	dec, err := NewSnapshotter(dst, nil, SnapshotConfig{})
+	dec, err := rollback.NewSnapshotter(dst, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +123,10 @@ func sendParts(t *testing.T, tcfg transport.Config, chunk int, msg []byte, dst *
 
 // largeWorld returns a 60,000-entity store and its zstd snapshot message
 // (kind 0x03) of frame 77: larger than one channel message at MTU 1200.
-func largeWorld(t *testing.T) (*Store, []byte) {
+func largeWorld(t *testing.T) (*rollback.Store, []byte) {
 	t.Helper()
 	src := gameStore(t, 60000, 4)
-	enc, err := NewSnapshotter(src, nil, SnapshotConfig{Compression: CompressZstd})
+	enc, err := rollback.NewSnapshotter(src, nil, rollback.SnapshotConfig{Compression: rollback.CompressZstd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,15 +217,15 @@ func (f *fakeStream) MaxRecordSize() int                      { return 60000 }
 // answered by the next snapshot. The client link joins the parts and
 // installs both snapshots.
 func TestServerLinkSnapshotPartsWait(t *testing.T) {
-	w, srv := newServerWorld(t, Config{FrameCapacity: 64}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 2, Checksum: func() uint64 { return 1 }}, true)
+	w, srv := newServerWorld(t, rollback.Config{FrameCapacity: 64}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 2, Checksum: func() uint64 { return 1 }}, true)
 	_ = w
-	repl, _ := NewReplicator(w.log, nil)
+	repl, _ := rollback.NewReplicator(w.log, nil)
 	l, err := NewServerLink(srv, repl, 1, 0, LinkConfig{SnapshotChunk: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	world := gameStore(t, 300, 4)
-	src, err := NewSnapshotter(world, nil, SnapshotConfig{})
+	src, err := rollback.NewSnapshotter(world, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +319,7 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	// A snapshot beyond MaxSnapshotParts, or a channel that refuses a part
 	// as too large: ErrSnapshotTooLarge from Flush.
 	var p snapshotParts
-	if err := p.start(make([]byte, MaxSnapshotParts*MinSnapshotChunk+1), 1, MinSnapshotChunk); !errors.Is(err, ErrSnapshotTooLarge) || p.pending() {
+	if err := p.start(make([]byte, MaxSnapshotParts*MinSnapshotChunk+1), 1, MinSnapshotChunk); !errors.Is(err, rollback.ErrSnapshotTooLarge) || p.pending() {
 		t.Fatalf("%d parts: %v", MaxSnapshotParts+1, err)
 	}
 	l.RequestSnapshot()
@@ -325,21 +327,21 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	ch.room = 100
 	frame++
 	_ = srv.Tick(frame)
-	if err := l.Flush(ch); !errors.Is(err, ErrSnapshotTooLarge) || l.parts.pending() {
+	if err := l.Flush(ch); !errors.Is(err, rollback.ErrSnapshotTooLarge) || l.parts.pending() {
 		t.Fatalf("part too large for the channel: %v", err)
 	}
 }
 
 // newPartsClient returns a client link (SnapshotChunk irrelevant: the
 // client takes any) whose sink writes dst.
-func newPartsClient(t testing.TB, dst *Store) *ClientLink[*Store] {
+func newPartsClient(t testing.TB, dst *rollback.Store) *ClientLink[*rollback.Store] {
 	t.Helper()
-	_, c := newClientWorld(t, Config{FrameCapacity: 16}, 1, nil, false, ClientConfig{})
+	_, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, nil, false, rollback.ClientConfig{})
 	cl, err := NewClientLink(c, LinkConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := NewSnapshotter(dst, nil, SnapshotConfig{})
+	sink, err := rollback.NewSnapshotter(dst, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func splitParts(body []byte, frame uint32, chunk int) [][]byte {
 // a valid sequence installs.
 func TestSnapshotAssemblerHostile(t *testing.T) {
 	world := gameStore(t, 300, 4)
-	enc, _ := NewSnapshotter(world, nil, SnapshotConfig{})
+	enc, _ := rollback.NewSnapshotter(world, nil, rollback.SnapshotConfig{})
 	body, err := enc.AppendSnapshot(nil, 0, 9)
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +416,7 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 		}
 		st := cl.Stats()
 		whole := len(tc.msgs) > 1 && tc.msgs[len(tc.msgs)-2][0] == msgSnapshot
-		if st.Malformed != 1 || !errors.Is(cl.LastError(), ErrMalformed) || (st.SnapshotErrors == 1) != tc.dropped || cl.asm.inProgress() {
+		if st.Malformed != 1 || !errors.Is(cl.LastError(), rollback.ErrMalformed) || (st.SnapshotErrors == 1) != tc.dropped || cl.asm.inProgress() {
 			t.Fatalf("%s: %+v, last error %v", tc.name, st, cl.LastError())
 		}
 		if whole {
@@ -433,7 +435,7 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 		}
 	}
 	// Without a sink, parts are malformed messages like snapshots.
-	_, c := newClientWorld(t, Config{FrameCapacity: 16}, 1, nil, false, ClientConfig{})
+	_, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, nil, false, rollback.ClientConfig{})
 	cl, _ := NewClientLink(c, LinkConfig{})
 	cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: ps[0]})
 	if st := cl.Stats(); st.Malformed != 1 || st.SnapshotParts != 0 {
@@ -457,7 +459,7 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 // Splitting and joining allocate nothing once the buffers have grown.
 func TestSnapshotPartsNoAllocs(t *testing.T) {
 	world := gameStore(t, 300, 4)
-	enc, _ := NewSnapshotter(world, nil, SnapshotConfig{})
+	enc, _ := rollback.NewSnapshotter(world, nil, rollback.SnapshotConfig{})
 	body, _ := enc.AppendSnapshot(nil, 0, 9)
 	var p snapshotParts
 	var a snapshotAssembler
@@ -516,7 +518,7 @@ func TestLinkConfigSnapshotChunk(t *testing.T) {
 	}{{0, true}, {MinSnapshotChunk, true}, {4096, true}, {MaxSnapshotChunk, true},
 		{-1, false}, {1, false}, {MinSnapshotChunk - 1, false}, {MaxSnapshotChunk + 1, false}} {
 		err := LinkConfig{SnapshotChunk: c.chunk}.Validate()
-		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, rollback.ErrInvalidConfig)) {
 			t.Fatalf("SnapshotChunk %d: %v", c.chunk, err)
 		}
 	}
@@ -533,13 +535,13 @@ func TestLinkConfigSnapshotChunk(t *testing.T) {
 // assembly buffer stays within its bound. Seeds: a valid sequence, and
 // testdata/fuzz/FuzzSnapshotAssembler.
 func FuzzSnapshotAssembler(f *testing.F) {
-	src, _ := NewStore(StoreConfig{Components: gameComponents, Capacity: 16})
+	src, _ := rollback.NewStore(rollback.StoreConfig{Components: gameComponents, Capacity: 16})
 	for i := range 10 {
-		e, _ := src.Create(Sender(i))
+		e, _ := src.Create(rollback.Sender(i))
 		v, _ := src.Component(e, 0)
 		v[0] = byte(i)
 	}
-	enc, _ := NewSnapshotter(src, nil, SnapshotConfig{Compression: CompressNone})
+	enc, _ := rollback.NewSnapshotter(src, nil, rollback.SnapshotConfig{Compression: rollback.CompressNone})
 	body, _ := enc.AppendSnapshot(nil, 0, 5)
 	seq := func(ms ...[]byte) []byte {
 		var b []byte
@@ -553,7 +555,7 @@ func FuzzSnapshotAssembler(f *testing.F) {
 	f.Add(seq(ps...))
 	f.Add(seq(ps[0], ps[2], ps[1]))
 	f.Add(seq(ps[0], partMsg(6, 1, len(ps), ps[1][snapshotPartHeader:])[1:]))
-	dst, _ := NewStore(StoreConfig{Components: gameComponents, Capacity: 16})
+	dst, _ := rollback.NewStore(rollback.StoreConfig{Components: gameComponents, Capacity: 16})
 	cl := newPartsClient(f, dst)
 	var msg []byte
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -588,7 +590,7 @@ func FuzzSnapshotAssembler(f *testing.F) {
 // the next one installs.
 func TestSnapshotPartsFirstPartRestarts(t *testing.T) {
 	world := gameStore(t, 400, 9)
-	enc, err := NewSnapshotter(world, nil, SnapshotConfig{Compression: CompressNone})
+	enc, err := rollback.NewSnapshotter(world, nil, rollback.SnapshotConfig{Compression: rollback.CompressNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +618,7 @@ func TestSnapshotPartsFirstPartRestarts(t *testing.T) {
 // in a row the client stops asking.
 func TestRefusedSnapshotIsAskedForAgain(t *testing.T) {
 	world := gameStore(t, 300, 4)
-	enc, err := NewSnapshotter(world, nil, SnapshotConfig{})
+	enc, err := rollback.NewSnapshotter(world, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -659,8 +661,8 @@ func TestRefusedSnapshotIsAskedForAgain(t *testing.T) {
 
 	// The server answers it, though it sent a snapshot (of frame 50) since
 	// the client's baseline.
-	sw, srv := newServerWorld(t, Config{FrameCapacity: 64}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 2}, true)
-	repl, _ := NewReplicator(sw.log, nil)
+	sw, srv := newServerWorld(t, rollback.Config{FrameCapacity: 64}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 2}, true)
+	repl, _ := rollback.NewReplicator(sw.log, nil)
 	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{})
 	if err != nil {
 		t.Fatal(err)

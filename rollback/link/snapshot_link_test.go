@@ -1,20 +1,22 @@
-package rollback
+package link
 
 import (
 	"testing"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 )
 
 // withSnapshots gives cl's links snapshotters: the server's reads the
 // server's store and log, the client's writes the client's store.
-func (s *session) withSnapshots(cl *sessClient, cfg SnapshotConfig) {
+func (s *session) withSnapshots(cl *sessClient, cfg rollback.SnapshotConfig) {
 	s.t.Helper()
-	src, err := NewSnapshotter(s.sw.store, s.sw.log, cfg)
+	src, err := rollback.NewSnapshotter(s.sw.store, s.sw.log, cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	sink, err := NewSnapshotter(cl.w.store, nil, cfg)
+	sink, err := rollback.NewSnapshotter(cl.w.store, nil, cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func (s *session) stepJoin(advance bool) {
 // joinLate runs the join scenario on s: client 0 plays from the start,
 // client 1 joins at frame 100 by a snapshot (codec) and plays to frame
 // 400; both must converge with the server. It returns the joiner.
-func (s *session) joinLate(codec Compression) *sessClient {
+func (s *session) joinLate(codec rollback.Compression) *sessClient {
 	s.t.Helper()
 	s.addClient(0, true)
 	s.last = 400
@@ -47,7 +49,7 @@ func (s *session) joinLate(codec Compression) *sessClient {
 	}
 	late := s.addClient(1, false)
 	late.from = ^uint32(0)
-	s.withSnapshots(late, SnapshotConfig{Compression: codec})
+	s.withSnapshots(late, rollback.SnapshotConfig{Compression: codec})
 	late.slink.RequestSnapshot()
 	for s.frame < s.last {
 		s.stepJoin(true)
@@ -68,7 +70,7 @@ func (s *session) joinLate(codec Compression) *sessClient {
 // the client that was there from the start, equals the server byte for
 // byte, record for record, with its checksums verified.
 func TestLinkSnapshotJoin(t *testing.T) {
-	for _, codec := range []Compression{CompressZstd, CompressS2} {
+	for _, codec := range []rollback.Compression{rollback.CompressZstd, rollback.CompressS2} {
 		s := newSession(t, 11, sim(25, 5, 10), LinkConfig{})
 		late := s.joinLate(codec)
 		ss, cs := late.slink.Stats(), late.link.Stats()
@@ -90,7 +92,7 @@ func TestLinkStateBurstRepairs(t *testing.T) {
 	s := newSession(t, 99, sim(25, 2, 10), LinkConfig{})
 	cl := s.addClient(2, true)
 	other := s.addClient(3, true)
-	s.withSnapshots(cl, SnapshotConfig{})
+	s.withSnapshots(cl, rollback.SnapshotConfig{})
 	cl.to = 200
 	for s.frame < 300 {
 		s.stepJoin(true)
@@ -155,11 +157,11 @@ func TestSnapshotFragmentedOverLossyLink(t *testing.T) {
 	net := newSimNet(t, 21, sim(25, 5, 10))
 	src := gameStore(t, 10000, 4)
 	dst := emptyLike(t, src)
-	enc, err := NewSnapshotter(src, nil, SnapshotConfig{Compression: CompressZstd})
+	enc, err := rollback.NewSnapshotter(src, nil, rollback.SnapshotConfig{Compression: rollback.CompressZstd})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewSnapshotter(dst, nil, SnapshotConfig{})
+	dec, err := rollback.NewSnapshotter(dst, nil, rollback.SnapshotConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

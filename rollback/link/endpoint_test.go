@@ -1,4 +1,4 @@
-package rollback
+package link
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
@@ -33,12 +35,12 @@ func TestEndpointLinks(t *testing.T) {
 	if err := net.SetDefaultLink(sim(25, 5, 10)); err != nil {
 		t.Fatal(err)
 	}
-	sw := newWorld(t, Config{FrameCapacity: 64}, 64)
-	srv, err := NewServer(sw.x, testStep(sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: sessRewind, Checksum: sw.store.Checksum})
+	sw := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	srv, err := rollback.NewServer(sw.x, testStep(sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: sessRewind, Checksum: sw.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
 	}
-	repl, err := NewReplicator(sw.log, nil)
+	repl, err := rollback.NewReplicator(sw.log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +60,8 @@ func TestEndpointLinks(t *testing.T) {
 
 	type client struct {
 		ep *transport.Endpoint
-		h  *ClientLinks[*Store]
-		c  *Client[*Store]
+		h  *ClientLinks[*rollback.Store]
+		c  *rollback.Client[*rollback.Store]
 	}
 	var clients []*client
 	for i := range 3 {
@@ -68,13 +70,13 @@ func TestEndpointLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		cl := &client{}
-		cl.h = NewClientLinks(func(p Sender) (*ClientLink[*Store], error) {
-			w := newWorld(t, Config{FrameCapacity: 64}, 64)
+		cl.h = NewClientLinks(func(p rollback.Sender) (*ClientLink[*rollback.Store], error) {
+			w := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
 			rng := rand.New(rand.NewPCG(uint64(p)+1, 77))
-			sample := func(f uint32, in *InputBuffer) {
+			sample := func(f uint32, in *rollback.InputBuffer) {
 				in.Add(w.ids.move.ID(), w.ents[2*p], w.ids.move.Encode(nil, Move{rng.Int32N(5) - 2, rng.Int32N(5) - 2}))
 			}
-			c, err := NewClient(w.x, p, sample, testStep(w), ClientConfig{Checksum: w.store.Checksum})
+			c, err := rollback.NewClient(w.x, p, sample, testStep(w), rollback.ClientConfig{Checksum: w.store.Checksum})
 			if err != nil {
 				return nil, err
 			}
@@ -127,7 +129,7 @@ func TestEndpointLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			if started {
-				if err := cl.c.Tick(max(min(frame+2, frames), cl.c.Present())); err != nil && !errors.Is(err, ErrPredictionLimit) {
+				if err := cl.c.Tick(max(min(frame+2, frames), cl.c.Present())); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
 					t.Fatal(err)
 				}
 			}

@@ -1,8 +1,10 @@
-package rollback
+package link
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/wire"
@@ -133,7 +135,7 @@ type LinkConfig struct {
 	SnapshotChunk int
 
 	// Receiver (client) configures the client link's Receiver.
-	Receiver ReceiverConfig
+	Receiver rollback.ReceiverConfig
 
 	// OnOther, if set, receives the messages the link does not handle
 	// (other streams and delivery modes), on the channel's goroutine;
@@ -146,15 +148,15 @@ type LinkConfig struct {
 func (c LinkConfig) Validate() error {
 	switch {
 	case c.Budget != 0 && c.Budget < MinLinkBudget:
-		return fmt.Errorf("%w: Budget %d below %d", ErrInvalidConfig, c.Budget, MinLinkBudget)
+		return fmt.Errorf("%w: Budget %d below %d", rollback.ErrInvalidConfig, c.Budget, MinLinkBudget)
 	case c.SlicesPerFlush < 0 || c.SlicesPerFlush > MaxSlicesPerFlush:
-		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", ErrInvalidConfig, c.SlicesPerFlush, MaxSlicesPerFlush)
+		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", rollback.ErrInvalidConfig, c.SlicesPerFlush, MaxSlicesPerFlush)
 	case c.MaxPendingRecords < 0 || c.MaxPendingRecords > MaxMaxPendingRecords:
-		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
-	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > MaxMaxFutureFrames:
-		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", ErrInvalidConfig, c.ChecksumEvery, MaxMaxFutureFrames)
+		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
+	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxMaxFutureFrames:
+		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxMaxFutureFrames)
 	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
-		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
+		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", rollback.ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
 	}
 	return c.Receiver.Validate()
 }
@@ -237,10 +239,10 @@ type ServerLinkStats struct {
 // A ServerLink belongs to the server's goroutine; it is not safe for
 // concurrent use. OnMessage, OnRecord and Flush allocate nothing in steady
 // state.
-type ServerLink[S State] struct {
-	srv  *Server[S]
-	repl *Replicator
-	peer Sender
+type ServerLink[S rollback.State] struct {
+	srv  *rollback.Server[S]
+	repl *rollback.Replicator
+	peer rollback.Sender
 	cfg  LinkConfig
 
 	buf     []byte
@@ -251,7 +253,7 @@ type ServerLink[S State] struct {
 	lastDil uint32
 	st      ServerLinkStats
 
-	snaps    SnapshotSource
+	snaps    rollback.SnapshotSource
 	snapWant bool   // a snapshot is owed (join, request)
 	snapSent bool   // lastSnap is valid
 	lastSnap uint32 // frame of the last snapshot sent
@@ -267,9 +269,9 @@ type ServerLink[S State] struct {
 // of the end of frame baseline, and registers it with repl
 // (Replicator.AddPeer). repl must pack srv's log. Errors wrap
 // ErrInvalidConfig, or are the Replicator's (ErrNotPeer, ErrPeerExists).
-func NewServerLink[S State](srv *Server[S], repl *Replicator, peer Sender, baseline uint32, cfg LinkConfig) (*ServerLink[S], error) {
+func NewServerLink[S rollback.State](srv *rollback.Server[S], repl *rollback.Replicator, peer rollback.Sender, baseline uint32, cfg LinkConfig) (*ServerLink[S], error) {
 	if srv == nil || repl == nil || repl.Log() != srv.Executor().Log() {
-		return nil, fmt.Errorf("%w: NewServerLink needs a server and a replicator of its log", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: NewServerLink needs a server and a replicator of its log", rollback.ErrInvalidConfig)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -283,7 +285,7 @@ func NewServerLink[S State](srv *Server[S], repl *Replicator, peer Sender, basel
 }
 
 // Peer returns the client's peer id.
-func (l *ServerLink[S]) Peer() Sender { return l.peer }
+func (l *ServerLink[S]) Peer() rollback.Sender { return l.peer }
 
 // Stats returns a copy of the counters.
 func (l *ServerLink[S]) Stats() ServerLinkStats { return l.st }
@@ -314,7 +316,7 @@ func (l *ServerLink[S]) Resync(baseline uint32) error { return l.repl.Resync(l.p
 // than LinkConfig.SnapshotChunk, as consecutive part messages on it, and
 // the client's stream restarts after F (Resync) at once: its slices go on
 // while the parts do. nil turns snapshots off.
-func (l *ServerLink[S]) SetSnapshots(src SnapshotSource) { l.snaps = src }
+func (l *ServerLink[S]) SetSnapshots(src rollback.SnapshotSource) { l.snaps = src }
 
 // RequestSnapshot makes the next Flush that has a final frame send the
 // client a snapshot of it (SetSnapshots must be set) before any slice: the
@@ -362,7 +364,7 @@ func (l *ServerLink[S]) OnMessage(m transport.Message) {
 	for ; n > 0; n-- {
 		r, k, _ := wire.ParseActionRecord(recs) // validated by parseInputs
 		recs = recs[k:]
-		if err := l.srv.SubmitInput(frame, l.peer, ActionTypeID(r.Type), Entity(r.Entity), r.Payload); err != nil {
+		if err := l.srv.SubmitInput(frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
 			l.st.InputsRefused++
 			l.refuse(frame, err, r)
 		} else {
@@ -391,20 +393,20 @@ func (l *ServerLink[S]) refuse(frame uint32, err error, r wire.ActionRecord) {
 
 // refusalReason maps a Server.SubmitInput error to its drop reason; ok is
 // false for an error that is not a refusal of the input (ErrInStep).
-func refusalReason(err error) (DropReason, bool) {
+func refusalReason(err error) (rollback.DropReason, bool) {
 	switch {
-	case errors.Is(err, ErrTooOld):
-		return DropTooOld, true
-	case errors.Is(err, ErrTooFarAhead):
-		return DropTooFarAhead, true
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrStaleEntity):
-		return DropNotOwner, true
-	case errors.Is(err, ErrPendingFull):
-		return DropPendingFull, true
-	case errors.Is(err, ErrUnknownAction), errors.Is(err, ErrMalformed):
-		return DropMalformed, true
-	case errors.Is(err, ErrNotPeer):
-		return DropNotPeer, true
+	case errors.Is(err, rollback.ErrTooOld):
+		return rollback.DropTooOld, true
+	case errors.Is(err, rollback.ErrTooFarAhead):
+		return rollback.DropTooFarAhead, true
+	case errors.Is(err, rollback.ErrNotOwner), errors.Is(err, rollback.ErrStaleEntity):
+		return rollback.DropNotOwner, true
+	case errors.Is(err, rollback.ErrPendingFull):
+		return rollback.DropPendingFull, true
+	case errors.Is(err, rollback.ErrUnknownAction), errors.Is(err, rollback.ErrMalformed):
+		return rollback.DropMalformed, true
+	case errors.Is(err, rollback.ErrNotPeer):
+		return rollback.DropNotPeer, true
 	}
 	return 0, false
 }
@@ -467,7 +469,7 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 // chunked, and a copy of each part into the channel.
 func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	if !l.repl.Active(l.peer) {
-		return ErrUnknownPeer
+		return rollback.ErrUnknownPeer
 	}
 	if l.parts.pending() {
 		if _, err := l.flushParts(ch); err != nil {
@@ -578,7 +580,7 @@ func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) error {
 			return nil
 		}
 		if errors.Is(err, transport.ErrTooLarge) {
-			return fmt.Errorf("%w: %d-byte snapshot: %w", ErrSnapshotTooLarge, len(out), err)
+			return fmt.Errorf("%w: %d-byte snapshot: %w", rollback.ErrSnapshotTooLarge, len(out), err)
 		}
 		return err
 	}
@@ -639,17 +641,17 @@ func (l *ServerLink[S]) flushSlices(ch StreamChannel, ft uint32) error {
 		budget = l.cfg.Budget
 	}
 	budget = min(budget, largest)
-	var prev Pack
+	var prev rollback.Pack
 	for k := 0; k < l.cfg.SlicesPerFlush; k++ {
 		pk, out, err := l.repl.PackNext(l.peer, prev, ft, l.buf[:0], budget)
-		if errors.Is(err, ErrFrameTooLarge) {
+		if errors.Is(err, rollback.ErrFrameTooLarge) {
 			if k > 0 {
 				return nil // it leads the next tick's first slice
 			}
 			if budget < largest {
 				pk, out, err = l.repl.PackForPeer(l.peer, ft, l.buf[:0], largest)
 			}
-			if errors.Is(err, ErrFrameTooLarge) {
+			if errors.Is(err, rollback.ErrFrameTooLarge) {
 				if _, _, err := l.repl.Forfeit(l.peer); err != nil {
 					return err
 				}
@@ -754,7 +756,7 @@ func parseInputs(b []byte, peer uint8) (frame uint32, recs []byte, n int, ok boo
 
 // appendInputs appends an input message for frame holding ins (all for
 // that frame, from peer).
-func appendInputs(dst []byte, frame uint32, peer Sender, ins []Input) []byte {
+func appendInputs(dst []byte, frame uint32, peer rollback.Sender, ins []rollback.Input) []byte {
 	dst = append(dst, msgInputs)
 	dst = wire.AppendUint32(dst, frame)
 	dst = wire.AppendUvarint(dst, uint64(len(ins)))
@@ -833,13 +835,13 @@ type pendingSum struct {
 //
 // A ClientLink belongs to the client's goroutine; it is not safe for
 // concurrent use. OnMessage and Flush allocate nothing in steady state.
-type ClientLink[S State] struct {
-	c    *Client[S]
-	recv *Receiver
+type ClientLink[S rollback.State] struct {
+	c    *rollback.Client[S]
+	recv *rollback.Receiver
 	cfg  LinkConfig
 
 	sent     uint32 // inputs for frames up to here have been sent
-	pend     []Input
+	pend     []rollback.Input
 	msg      []byte
 	sums     [checksumQueue]pendingSum
 	nSums    int
@@ -847,7 +849,7 @@ type ClientLink[S State] struct {
 	dilation float64 // the server's latest time-dilation feedback
 	st       ClientLinkStats
 
-	sink  SnapshotSink
+	sink  rollback.SnapshotSink
 	asked bool // a resync request is out since the last install
 	asm   snapshotAssembler
 	// refused counts the snapshots refused in a row since the last
@@ -859,7 +861,7 @@ type ClientLink[S State] struct {
 	announced bool
 	annNewest uint32 // its newest frame then
 	annRewind uint32 // its MaxRewindFrames: final frames lag its newest by it
-	recs      []Record
+	recs      []rollback.Record
 
 	// gating: since the install, the client has not sampled yet; as the
 	// stream shows the server moving on, so does the first frame it may
@@ -899,14 +901,14 @@ const refusedBaseline = ^uint32(0)
 // NewClientLink returns the link driving c. If c already has a snapshot
 // installed, the stream continues after its newest confirmed frame.
 // Errors wrap ErrInvalidConfig.
-func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error) {
+func NewClientLink[S rollback.State](c *rollback.Client[S], cfg LinkConfig) (*ClientLink[S], error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: NewClientLink needs a client", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: NewClientLink needs a client", rollback.ErrInvalidConfig)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	recv, err := NewReceiver(c, c.Executor().Registry(), cfg.Receiver)
+	recv, err := rollback.NewReceiver(c, c.Executor().Registry(), cfg.Receiver)
 	if err != nil {
 		return nil, err
 	}
@@ -931,13 +933,13 @@ func NewClientLink[S State](c *Client[S], cfg LinkConfig) (*ClientLink[S], error
 // NeedsResync, a checksum does not match (MaxDesyncResyncs) or the game
 // calls RequestResync. nil turns that off (snapshot messages are then
 // counted as Malformed, and the caller installs snapshots itself).
-func (l *ClientLink[S]) SetSnapshots(sink SnapshotSink) { l.sink = sink }
+func (l *ClientLink[S]) SetSnapshots(sink rollback.SnapshotSink) { l.sink = sink }
 
 // Client returns the client the link drives.
-func (l *ClientLink[S]) Client() *Client[S] { return l.c }
+func (l *ClientLink[S]) Client() *rollback.Client[S] { return l.c }
 
 // Receiver returns the link's receiver (its Stats, NeedsResync).
-func (l *ClientLink[S]) Receiver() *Receiver { return l.recv }
+func (l *ClientLink[S]) Receiver() *rollback.Receiver { return l.recv }
 
 // Stats returns a copy of the counters.
 func (l *ClientLink[S]) Stats() ClientLinkStats { return l.st }
@@ -1094,14 +1096,14 @@ func (l *ClientLink[S]) announce(b []byte) {
 	if l.sink == nil {
 		return
 	}
-	l.recv.reserveFor(int(min(size, MaxSnapshotParts*MaxSnapshotChunk)))
-	l.recv.expect(frame, l.haveFrame)
+	l.recv.ExpectSnapshot(int(min(size, MaxSnapshotParts*MaxSnapshotChunk)))
+	l.recv.AwaitSnapshot(frame, l.haveFrame)
 }
 
-// haveFrame returns the client's records of frame f (Receiver.expect).
-func (l *ClientLink[S]) haveFrame(f uint32) ([]Record, bool) {
+// haveFrame returns the client's records of frame f (Receiver.AwaitSnapshot).
+func (l *ClientLink[S]) haveFrame(f uint32) ([]rollback.Record, bool) {
 	var ok bool
-	l.recs, ok = l.c.appendFrame(l.recs[:0], f)
+	l.recs, ok = l.c.AppendFrame(l.recs[:0], f)
 	return l.recs, ok
 }
 
@@ -1114,14 +1116,14 @@ func (l *ClientLink[S]) inputRefused(b []byte) {
 	}
 	frame, _, _ := wire.Uint32(b[1:])
 	r, n, err := wire.ParseActionRecord(b[6:])
-	if err != nil || 6+n != len(b) || Sender(r.Sender) != l.c.Peer() {
+	if err != nil || 6+n != len(b) || rollback.Sender(r.Sender) != l.c.Peer() {
 		l.st.Malformed++
 		return
 	}
 	l.st.InputsRefused++
-	typ, e := ActionTypeID(r.Type), Entity(r.Entity)
-	l.recv.refuseHeld(frame, typ, e, r.Payload)
-	if err := l.c.Refused(frame, typ, e, r.Payload); err != nil && !errors.Is(err, ErrNotReady) {
+	typ, e := rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity)
+	l.recv.DropRefused(frame, typ, e, r.Payload)
+	if err := l.c.Refused(frame, typ, e, r.Payload); err != nil && !errors.Is(err, rollback.ErrNotReady) {
 		l.st.RefusalErrors++
 		l.lastErr = err
 	}
@@ -1151,7 +1153,7 @@ func (l *ClientLink[S]) snapshotRefused(err error) {
 		l.lastErr = err
 	}
 	if l.refused > MaxSnapshotRetries {
-		l.recv.giveUp() // no burst will come: a client that was applying the stream goes on
+		l.recv.AbandonSnapshot() // no burst will come: a client that was applying the stream goes on
 	}
 }
 
@@ -1172,7 +1174,7 @@ func (l *ClientLink[S]) snapshotPart(part []byte) {
 		l.installSnapshot(body)
 		return
 	}
-	l.recv.reserveFor(l.asm.count * l.asm.size) // the stream meanwhile is held until it is in
+	l.recv.ExpectSnapshot(l.asm.count * l.asm.size) // the stream meanwhile is held until it is in
 }
 
 // OnRecord implements transport.Handler; the client link sends no records,
@@ -1271,7 +1273,7 @@ func (l *ClientLink[S]) verify() {
 			n++
 			continue
 		}
-		if own, ok := l.c.ownInputs(ps.frame); ok && uint64(own) > ps.own {
+		if own, ok := l.c.OwnInputs(ps.frame); ok && uint64(own) > ps.own {
 			l.st.ChecksumsDeferred++
 			l.sums[n] = ps
 			n++
@@ -1283,7 +1285,7 @@ func (l *ClientLink[S]) verify() {
 			if ps.frame >= l.calmFrom {
 				l.desyncRuns = 0
 			}
-		case errors.Is(err, ErrDesync):
+		case errors.Is(err, rollback.ErrDesync):
 			l.st.Desyncs++
 			if !l.asked && !l.wantResync && l.desyncRuns < MaxDesyncResyncs {
 				l.wantResync, l.desynced = true, true // repaired by a state burst
