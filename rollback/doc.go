@@ -184,4 +184,6 @@
 // Client.Confirm and Client.Tick allocate nothing; nor do the Replicator's
 // packs and verdicts, Receiver.Unpack, and the links' message handling and
 // Flush.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package rollback
