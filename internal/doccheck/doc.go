@@ -7,8 +7,9 @@
 // section that does not exist; on a backticked Go name in those files that
 // no package of the repository declares; on any reference, in the
 // repository's Markdown or Go files, to a design file outside the
-// repository; and on a scenario id (S-xx) cited anywhere that
-// docs/SCENARIOS.md does not define, or a test SCENARIOS.md names that its
-// package does not declare. They read files only: no network, no go
+// repository; on a docs/*.md path or "WIRE.md §9.5" reference in a Go
+// comment that does not resolve; and on a scenario id (S-xx) cited
+// anywhere that docs/SCENARIOS.md does not define, or a test SCENARIOS.md
+// names that its package does not declare. They read files only: no network, no go
 // command, well under a second.
 package doccheck

@@ -636,3 +636,41 @@ func TestGoNames(t *testing.T) {
 		t.Fatalf("only %d Go names checked: the parser is broken", checked)
 	}
 }
+
+var (
+	goDocPath    = regexp.MustCompile(`\bdocs/[A-Za-z0-9_./-]*[A-Za-z0-9_]\.md(#[a-z0-9_-]+)?`)
+	goSectionRef = regexp.MustCompile(`\b([A-Z][A-Z0-9_]*)\.md\s+§\s?(\d+(?:\.\d+)*)`)
+)
+
+// TestGoFileDocRefs: the docs Go comments point at exist — a
+// "docs/TUNING.md" path (and its #anchor, if any) and a "WIRE.md §9.5"
+// section reference.
+func TestGoFileDocRefs(t *testing.T) {
+	refs := 0
+	for _, f := range repoFiles(t, ".go") {
+		s := read(t, f)
+		for _, m := range goDocPath.FindAllStringSubmatchIndex(s, -1) {
+			refs++
+			where := fmt.Sprintf("%s:%d", f, lineOf(s, m[0]))
+			path, anchor, _ := strings.Cut(s[m[0]:m[1]], "#")
+			if !fileExists(path) {
+				t.Errorf("%s: %s does not exist", where, path)
+			} else if anchor != "" && !info(t, path).anchors[anchor] {
+				t.Errorf("%s: %s has no heading with anchor #%s", where, path, anchor)
+			}
+		}
+		for _, m := range goSectionRef.FindAllStringSubmatchIndex(s, -1) {
+			refs++
+			where := fmt.Sprintf("%s:%d", f, lineOf(s, m[0]))
+			doc := "docs/" + s[m[2]:m[3]] + ".md"
+			if !fileExists(doc) {
+				t.Errorf("%s: %s does not exist", where, doc)
+			} else if num := s[m[4]:m[5]]; !info(t, doc).sections[num] {
+				t.Errorf("%s: %s has no section numbered %s", where, doc, num)
+			}
+		}
+	}
+	if refs == 0 {
+		t.Fatal("no doc references found in Go files: the parser is broken")
+	}
+}
