@@ -592,7 +592,8 @@ var goRef = regexp.MustCompile("`([A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-
 
 // TestGoNames: every backticked Go name in README.md, CHANGELOG.md and
 // docs/*.md that looks exported — `Name`, `pkg.Name`, `Type.Member`,
-// `pkg.Type.Member`, `Type.Field.Member` — is declared by the
+// `pkg.Type.Member`, `Type.Field.Member`, and Type.Member in prose when
+// Type is one of ours — is declared by the
 // repository's code (names in packages that are not the repository's,
 // like `time.Duration`, are skipped). Renaming or unexporting a name the
 // docs cite fails here until the docs follow.
@@ -632,10 +633,32 @@ func TestGoNames(t *testing.T) {
 			}
 		}
 	}
+	// Outside code spans too: "Channel.Flush" in prose names a method.
+	bases := map[string]bool{}
+	for m := range g.members {
+		base, _, _ := strings.Cut(m, ".")
+		bases[base] = true
+	}
+	for _, doc := range docFiles(t) {
+		s := read(t, doc)
+		p := prose(s)
+		for _, m := range proseRef.FindAllStringSubmatchIndex(p, -1) {
+			base, sel := p[m[2]:m[3]], p[m[4]:m[5]]
+			if !bases[base] {
+				continue // not a type of ours: "U.S.", a file name
+			}
+			checked++
+			if !g.member(base, sel) {
+				t.Errorf("%s:%d: %s.%s: %s has no field or method %s", doc, lineOf(s, m[0]), base, sel, base, sel)
+			}
+		}
+	}
 	if checked < 100 {
 		t.Fatalf("only %d Go names checked: the parser is broken", checked)
 	}
 }
+
+var proseRef = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]*)\b`)
 
 var (
 	goDocPath    = regexp.MustCompile(`\bdocs/[A-Za-z0-9_./-]*[A-Za-z0-9_]\.md(#[a-z0-9_-]+)?`)
