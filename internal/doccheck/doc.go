@@ -11,5 +11,5 @@
 // comment that does not resolve; and on a scenario id (S-xx) cited
 // anywhere that docs/SCENARIOS.md does not define, or a test SCENARIOS.md
 // names that its package does not declare. They read files only: no network, no go
-// command, well under a second.
+// command; about a second (a few under -race).
 package doccheck
