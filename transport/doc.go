@@ -56,4 +56,6 @@
 //
 // See docs/ARCHITECTURE.md for the layers, docs/WIRE.md for the bytes,
 // docs/TUNING.md for the knobs and docs/SECURITY.md for the threat model.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package transport

@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"ackmap":                      {"wire"},
 	"internal/sockaddr":           {"golang.org/x/sys/"},
 	"internal/layers":             {},
+	"internal/doccheck":           {},
 	"transport/fragment":          {"wire"},
 	"transport/socket":            {},
 	"transport/socket/udp":        {"transport/socket", "internal/sockaddr", "golang.org/x/sys/"},

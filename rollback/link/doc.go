@@ -25,5 +25,6 @@
 // loop) and is not safe for concurrent use. In steady state its message
 // handling and Flush allocate nothing (TestNoAllocsLinks).
 //
-// docs/ROLLBACK.md has the formats and the measurements.
+// docs/ROLLBACK.md has the formats and the measurements. Scenario ids
+// (S-xx) in comments refer to docs/SCENARIOS.md.
 package link

@@ -85,4 +85,6 @@
 // is read or dropped. ReadBatch copies into the caller's Buf and keeps no
 // reference to it. A datagram longer than the caller's Buf is truncated and
 // counted in [ConnStats.Truncated].
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package simlink

@@ -168,4 +168,6 @@
 // gnet on that port and closes the reservation once every loop's socket
 // has joined. A fixed port is shared, as SO_REUSEPORT allows, with any
 // socket of the same user bound to it with SO_REUSEPORT.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package gnetudp

@@ -119,4 +119,6 @@
 // On Windows, TryReadBatch learns that data is queued from FIONREAD, which
 // does not see a queued zero-length datagram until a longer one follows it
 // (ReadBatch sees it at once).
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package udp
