@@ -88,6 +88,8 @@ type Endpoint struct {
 	remote *Peer
 	dial   dialState
 	err    error // why the client has, and can get, no session
+	// endReason is why the client's last session ended (OnDisconnect's).
+	endReason wire.DisconnectReason
 	// ownChannel is the client's Channel config as given, zero fields
 	// unresolved: the Accept's limits fill them (adoptLimits), and the
 	// defaults that depend on them are derived from the server's values.
@@ -815,6 +817,7 @@ func (e *Endpoint) end(p *Peer, reason wire.DisconnectReason) {
 		}
 	} else {
 		e.dial.phase = dialIdle
+		e.endReason = reason
 	}
 	if int(reason) < disconnectReasons {
 		e.stats.Disconnects[reason]++

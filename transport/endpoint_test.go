@@ -5,6 +5,8 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -568,30 +570,52 @@ func TestEndToEndThreeClients(t *testing.T) {
 // unreliable message per tick each way allocate nothing (the endpoint's
 // TestNoAllocs).
 func TestEndpointNoAllocs(t *testing.T) {
-	n := newEpNet(t, 16, epLink(10, 0, 0))
-	srv := n.server("10.0.0.1:9000", EndpointConfig{})
-	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
-	n.runUntil(120, "connect", isConnected(cl))
-	sp, cp := srv.rec.connects[0], cl.ep.Remote()
-	msg := testPayload(msgKey{from: 1, stream: 9}, 64)
-	tick := func() {
-		if err := cp.Channel().SendUnreliable(msg); err != nil {
-			t.Fatal(err)
-		}
-		if err := sp.Channel().SendUnreliable(msg); err != nil {
-			t.Fatal(err)
-		}
-		n.step()
-	}
-	for range 300 {
-		tick()
-	}
-	before := srv.rec.unreliable
-	if allocs := testing.AllocsPerRun(500, tick); allocs != 0 {
-		t.Fatalf("%v allocations per tick", allocs)
-	}
-	if srv.rec.unreliable-before < 500 {
-		t.Fatalf("only %d messages delivered during the measurement", srv.rec.unreliable-before)
+	for _, tc := range []struct {
+		name   string
+		logger *slog.Logger
+		// outbox: the client's message goes through Endpoint.Send (the
+		// outbox, drained by Flush) instead of the Channel directly.
+		outbox bool
+	}{
+		{"plain", nil, false},
+		{"logger+outbox", slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newEpNet(t, 16, epLink(10, 0, 0))
+			srv := n.server("10.0.0.1:9000", EndpointConfig{Logger: tc.logger})
+			cl := n.client("10.0.0.2:5000", srv, EndpointConfig{Logger: tc.logger})
+			n.runUntil(120, "connect", isConnected(cl))
+			sp, cp := srv.rec.connects[0], cl.ep.Remote()
+			msg := testPayload(msgKey{from: 1, stream: 9}, 64)
+			tick := func() {
+				var err error
+				if tc.outbox {
+					err = cl.ep.Send(cp, Unreliable, 0, msg)
+				} else {
+					err = cp.Channel().SendUnreliable(msg)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sp.Channel().SendUnreliable(msg); err != nil {
+					t.Fatal(err)
+				}
+				n.step()
+			}
+			for range 300 {
+				tick()
+			}
+			before := srv.rec.unreliable
+			if allocs := testing.AllocsPerRun(500, tick); allocs != 0 {
+				t.Fatalf("%v allocations per tick", allocs)
+			}
+			if srv.rec.unreliable-before < 500 {
+				t.Fatalf("only %d messages delivered during the measurement", srv.rec.unreliable-before)
+			}
+			if tc.outbox && cl.ep.Stats().OutboxSent < 800 {
+				t.Fatalf("the outbox moved only %d messages", cl.ep.Stats().OutboxSent)
+			}
+		})
 	}
 }
 
