@@ -214,7 +214,7 @@ func TestLifecycleLogging(t *testing.T) {
 			`msg="transport: peer disconnected" reason=kicked peer=0 addr=10.0.0.1:9000`,
 		}},
 		{"refused client", &fullLog, []string{
-			`level=WARN msg="transport: handshake failed" server=10.0.0.1:9000 err="transport: connection rejected: server-full"`,
+			`level=WARN msg="transport: handshake failed" server=10.0.0.1:9000 err="transport: connection rejected: server full"`,
 		}},
 		{"lost client", &lostLog, []string{
 			// Sends at 0, 0.25 and 0.75 s; the first Flush at or past 1 s.
