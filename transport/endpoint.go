@@ -467,10 +467,14 @@ func (e *Endpoint) Accepting() bool { return e.role == roleServer && !e.stopped 
 // is removed at the next Flush, sending nothing. It returns ErrNoSession if
 // p is not a live session of this endpoint.
 func (e *Endpoint) Disconnect(p *Peer, reason wire.DisconnectReason) error {
-	if p == nil || p.ep != e || p.state == PeerClosed {
-		return ErrNoSession
-	}
-	if p.state == PeerClosing {
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: Disconnect of a nil peer", ErrNoSession)
+	case p.ep != e:
+		return fmt.Errorf("%w: Disconnect of peer %d at %v, a session of another endpoint", ErrNoSession, p.id, p.addr)
+	case p.state == PeerClosed:
+		return fmt.Errorf("%w: Disconnect of peer %d at %v, whose session has ended", ErrNoSession, p.id, p.addr)
+	case p.state == PeerClosing:
 		return nil
 	}
 	p.wasLive = !(e.role == roleServer && p.state == PeerSuspended)
@@ -493,14 +497,17 @@ func (e *Endpoint) Disconnect(p *Peer, reason wire.DisconnectReason) error {
 // is no connected or suspended session to resume.
 func (e *Endpoint) Resume(now time.Duration, conn socket.Conn) error {
 	if e.role != roleClient {
-		return ErrWrongRole
+		return fmt.Errorf("%w: Resume on a server (%v)", ErrWrongRole, e.conn.LocalAddr())
 	}
 	if e.closed {
 		return ErrClosed
 	}
 	p := e.remote
-	if p == nil || (p.state != PeerConnected && p.state != PeerSuspended) {
-		return ErrNoSession
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: Resume before a session with %v was made", ErrNoSession, e.server)
+	case p.state != PeerConnected && p.state != PeerSuspended:
+		return fmt.Errorf("%w: Resume of the session with %v, which is %v", ErrNoSession, e.server, p.state)
 	}
 	if conn != nil && conn != e.conn {
 		old := e.conn
