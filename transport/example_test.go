@@ -126,7 +126,9 @@ func ExampleRun() {
 		panic(err)
 	}
 	clientDone := make(chan error)
-	go func() { clientDone <- transport.Run(context.Background(), client, transport.RunConfig{Tick: time.Second / 60}) }()
+	go func() {
+		clientDone <- transport.Run(context.Background(), client, transport.RunConfig{Tick: time.Second / 60})
+	}()
 
 	<-g.done
 	stop() // the server shuts down: drain, Disconnect, close
