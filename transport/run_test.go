@@ -338,3 +338,44 @@ func TestRunRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Resume onto a new socket moves Wait and Wake to that socket too: the
+// old one is closed, and a Wait on it would report the endpoint closed.
+func TestResumeMovesWait(t *testing.T) {
+	srvH := newTally()
+	server, err := transport.Listen(openUDP(t), transport.EndpointConfig{}, srvH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- transport.Run(ctx, server, transport.RunConfig{}) }()
+	defer func() { cancel(); <-srvDone }()
+	clH := newTally()
+	client, err := transport.DialContext(ctx, openUDP(t), server.LocalAddr(), transport.EndpointConfig{}, clH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.Resume(client.Now(), openUDP(t)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); client.Remote().State() != transport.PeerConnected; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no resume in 5 s: %v", client.Remote().State())
+		}
+		if err := client.Wait(10 * time.Millisecond); err != nil {
+			t.Fatalf("Wait after Resume onto a new socket: %v", err)
+		}
+		if err := client.Poll(client.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.Flush(client.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if client.Stats().Resumes != 1 {
+		t.Fatalf("%d resumes", client.Stats().Resumes)
+	}
+}
