@@ -364,7 +364,11 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 // that made none for StallWarning. O(streams), no allocation.
 func (c *Channel) checkStalls() {
 	for s, rs := range c.reliable {
-		if rs.unacked == 0 || rs.released != rs.seen {
+		// The first Flush starts every stream's stall clock: a message
+		// queued before it would otherwise be measured from time 0, and a
+		// channel created at a now past StallTimeout (any clock that does
+		// not start with the session) would stall at its first Flush.
+		if rs.unacked == 0 || rs.released != rs.seen || c.flushes == 1 {
 			rs.progressAt, rs.seen, rs.warned = c.now, rs.released, false
 			continue
 		}
