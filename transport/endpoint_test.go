@@ -84,7 +84,7 @@ func TestHandshakeGivesUp(t *testing.T) {
 				t.Fatalf("Flush returned %v, Err %v; want ErrHandshakeTimeout", cl.err, cl.ep.Err())
 			}
 			// runUntil saw the error after the step that returned it.
-			if at := n.now - epTick; at < tc.limit || at >= tc.limit+epTick {
+			if at := n.now - epTick - rigOrigin; at < tc.limit || at >= tc.limit+epTick {
 				t.Fatalf("gave up at %v; the deadline is %v (ticks of %v)", at, tc.limit, epTick)
 			}
 			var te *HandshakeTimeoutError
@@ -212,7 +212,7 @@ func TestIdleTimeoutDeadLink(t *testing.T) {
 	if srv.rec.discs[0] != wire.DisconnectTimeout || cl.rec.discs[0] != wire.DisconnectTimeout {
 		t.Fatalf("server %v, client %v", srv.rec.discs, cl.rec.discs)
 	}
-	for _, at := range []time.Duration{srv.rec.discAt[0], cl.rec.discAt[0]} {
+	for _, at := range []time.Duration{srv.rec.discAt[0] - rigOrigin, cl.rec.discAt[0] - rigOrigin} {
 		if at < 3*time.Second || at > 3*time.Second+time.Second {
 			t.Fatalf("reaped at %v", at)
 		}
