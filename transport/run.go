@@ -308,11 +308,21 @@ func DialContext(ctx context.Context, conn socket.Conn, server netip.AddrPort, c
 		if p := e.remote; p != nil && p.state == PeerConnected {
 			return e, nil
 		}
+		if err := e.sessionOver(); err != nil {
+			// The session was made and ended at once (the server
+			// disconnected it before this loop saw it connected).
+			e.Close()
+			return nil, err
+		}
 		// Sleep until the next re-send or the deadline; a socket that
-		// cannot wake for datagrams is polled every DefaultRunMaxWait.
-		wait := min(e.dial.next, e.dial.start+e.cfg.HandshakeTimeout) - e.Now()
-		if e.waiter.Load().w == nil {
-			wait = min(wait, DefaultRunMaxWait)
+		// cannot wake for datagrams is polled every DefaultRunMaxWait, and
+		// so is a session ending before it was returned.
+		wait := DefaultRunMaxWait
+		if e.dial.phase != dialIdle {
+			wait = min(e.dial.next, e.dial.start+e.cfg.HandshakeTimeout) - e.Now()
+			if e.waiter.Load().w == nil {
+				wait = min(wait, DefaultRunMaxWait)
+			}
 		}
 		if wait > 0 {
 			if err := e.Wait(wait); err != nil {
