@@ -64,9 +64,9 @@ func (o *outbox) close() int {
 // with the numbers. A full outbox (EndpointConfig.OutboxMessages,
 // OutboxBytes) returns an error wrapping ErrQueueFull with the numbers and
 // accepts nothing: back-pressure, for the caller to retry or drop. After
-// Close it returns ErrClosed (which matches net.ErrClosed). errors.
-// ErrUnsupported for Record deliveries (their verdicts belong to the
-// endpoint's goroutine: use Channel.SendRecord there).
+// Close it returns ErrClosed (which matches net.ErrClosed). A Record
+// delivery is an error wrapping errors.ErrUnsupported: its verdict belongs
+// to the endpoint's goroutine (use Channel.SendRecord there).
 //
 // Once accepted, messages of one Send caller keep their order per peer:
 // the Flush moves them into the channel in order, and a channel that is
