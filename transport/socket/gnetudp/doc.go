@@ -7,7 +7,7 @@
 // WriteBatch move datagrams in batches like every socket.Conn; Close stops
 // it. It passes the conformance suite in package sockettest (S-A5),
 // against another engine and against a client on the batched UDP socket.
-// It is implemented on Linux; elsewhere Open returns ErrUnsupported.
+// It is implemented on Linux; elsewhere Open returns an error wrapping errors.ErrUnsupported.
 //
 // # Threading model
 //

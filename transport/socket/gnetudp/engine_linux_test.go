@@ -262,12 +262,12 @@ func TestFixedPort(t *testing.T) {
 }
 
 func TestOpenInvalidAddr(t *testing.T) {
-	if _, err := gnetudp.Open(netip.AddrPort{}, gnetudp.Config{}); !errors.Is(err, gnetudp.ErrInvalidAddr) {
+	if _, err := gnetudp.Open(netip.AddrPort{}, gnetudp.Config{}); !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Fatalf("Open(zero AddrPort) = %v, want ErrInvalidAddr", err)
 	}
 	e := openEngine(t, gnetudp.Config{EventLoops: 1})
 	msgs := messages(1, 4, netip.MustParseAddrPort("[::1]:9"))
-	if n, err := e.WriteBatch(msgs); n != 0 || !errors.Is(err, gnetudp.ErrInvalidAddr) {
+	if n, err := e.WriteBatch(msgs); n != 0 || !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Fatalf("WriteBatch to IPv6 from an IPv4 engine = %d, %v; want 0, ErrInvalidAddr", n, err)
 	}
 }

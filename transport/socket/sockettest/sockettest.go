@@ -72,6 +72,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,6 +97,12 @@ type Options struct {
 	// order. Set it only for an implementation documented to reorder; UDP
 	// over loopback does not.
 	Unordered bool
+
+	// WaitIgnoresData is for a socket.Waiter whose Wait does not wake for
+	// an arriving datagram, only for Wake and its timeout (the UDP socket
+	// outside Linux): the WaitData check then only requires Wait to return
+	// within its own timeout.
+	WaitIgnoresData bool
 }
 
 // DefaultTimeout is Options.Timeout's default.
@@ -133,6 +141,16 @@ func RunOptions(t *testing.T, newPair PairFunc, opts Options) {
 		{"CloseUnblocksRead", testCloseUnblocksRead},
 		{"ClosedCalls", testClosedCalls},
 	}
+	if hasWaiter(t, newPair) {
+		checks = append(checks, []struct {
+			name string
+			fn   func(*testing.T, *pair)
+		}{
+			{"WaitWake", testWaitWake},
+			{"WaitData", testWaitData},
+			{"WaitClosed", testWaitClosed},
+		}...)
+	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := newPair(t)
@@ -146,6 +164,25 @@ func RunOptions(t *testing.T, newPair PairFunc, opts Options) {
 			c.fn(t, &pair{a: a, b: b, opts: opts})
 		})
 	}
+}
+
+// hasWaiter opens one pair to learn whether either conn is a
+// socket.Waiter, which adds the Wait checks.
+func hasWaiter(t *testing.T, newPair PairFunc) bool {
+	t.Helper()
+	var ok bool
+	t.Run("probe", func(t *testing.T) {
+		a, b := newPair(t)
+		if a == nil || b == nil {
+			t.Fatal("factory returned a nil conn")
+		}
+		_, wa := a.(socket.Waiter)
+		_, wb := b.(socket.Waiter)
+		ok = wa || wb
+		a.Close()
+		b.Close()
+	})
+	return ok
 }
 
 // pair is one subtest's conns and options.
@@ -377,6 +414,7 @@ func testTooLarge(t *testing.T, p *pair) {
 	if n != 2 || !errors.Is(err, socket.ErrTooLarge) {
 		t.Fatalf("WriteBatch([small, limit %d, limit+1, small]) = %d, %v; want 2, an error wrapping socket.ErrTooLarge", limit, n, err)
 	}
+	requireNumbers(t, err, strconv.Itoa(limit+1), strconv.Itoa(limit))
 	// The oversize message and the one after it were not sent: after the
 	// first two, the next datagram to arrive is a marker sent now.
 	marker := payload(7, 9, 5)
@@ -395,21 +433,35 @@ func testInvalidMessages(t *testing.T, p *pair) {
 	dst := p.b.LocalAddr()
 	good := payload(8, 0, 10)
 	for _, bad := range []struct {
-		name string
-		msg  socket.Message
+		name    string
+		msg     socket.Message
+		want    error
+		numbers []string // the error message must say them
 	}{
-		{"N beyond len(Buf)", socket.Message{Buf: make([]byte, 4), N: 5, Addr: dst}},
-		{"negative N", socket.Message{Buf: make([]byte, 4), N: -1, Addr: dst}},
-		{"zero Addr", socket.Message{Buf: make([]byte, 4), N: 4}},
+		{"N beyond len(Buf)", socket.Message{Buf: make([]byte, 37), N: 41, Addr: dst}, socket.ErrInvalidMessage, []string{"41", "37"}},
+		{"negative N", socket.Message{Buf: make([]byte, 37), N: -3, Addr: dst}, socket.ErrInvalidMessage, []string{"-3", "37"}},
+		{"zero Addr", socket.Message{Buf: make([]byte, 4), N: 4}, socket.ErrInvalidAddr, nil},
 	} {
 		msgs := append(msgsTo(dst, [][]byte{good}), bad.msg)
 		n, err := p.a.WriteBatch(msgs)
-		if n != 1 || err == nil {
-			t.Fatalf("%s: WriteBatch([good, bad]) = %d, %v; want 1 and an error", bad.name, n, err)
+		if n != 1 || !errors.Is(err, bad.want) {
+			t.Fatalf("%s: WriteBatch([good, bad]) = %d, %v; want 1 and an error wrapping %v", bad.name, n, err, bad.want)
 		}
+		requireNumbers(t, err, bad.numbers...)
 	}
 	got := p.recvN(t, p.b, 3, 4, 64)
 	p.checkDatagrams(t, got, [][]byte{good, good, good}, p.a.LocalAddr())
+}
+
+// requireNumbers fails unless err's message contains each of numbers (the
+// size and the limit of a refused message), as decimal text.
+func requireNumbers(t *testing.T, err error, numbers ...string) {
+	t.Helper()
+	for _, num := range numbers {
+		if !strings.Contains(err.Error(), num) {
+			t.Errorf("error %q does not say %s", err, num)
+		}
+	}
 }
 
 func testTruncation(t *testing.T, p *pair) {
@@ -659,6 +711,12 @@ func testConcurrentReadWrite(t *testing.T, p *pair) {
 	p.checkDatagrams(t, got, want, p.b.LocalAddr())
 }
 
+// isClosed reports whether err is the closed error of package socket: it
+// wraps socket.ErrClosed, and through it net.ErrClosed.
+func isClosed(err error) bool {
+	return errors.Is(err, socket.ErrClosed) && errors.Is(err, net.ErrClosed)
+}
+
 func testCloseUnblocksRead(t *testing.T, p *pair) {
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -672,14 +730,17 @@ func testCloseUnblocksRead(t *testing.T, p *pair) {
 		done <- err
 	}()
 	<-started
-	time.Sleep(20 * time.Millisecond) // let it block
+	// Give the reader a moment to block. Whether it has or not, the
+	// outcome must be the same: a ReadBatch that starts after Close fails
+	// just as a blocked one does, so the check does not depend on timing.
+	time.Sleep(20 * time.Millisecond)
 	if err := p.b.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("blocked ReadBatch returned %v; want an error wrapping net.ErrClosed", err)
+		if !isClosed(err) {
+			t.Fatalf("blocked ReadBatch returned %v; want an error wrapping socket.ErrClosed and net.ErrClosed", err)
 		}
 	case <-time.After(p.opts.Timeout):
 		t.Fatalf("blocked ReadBatch did not return within %v of Close", p.opts.Timeout)
@@ -691,19 +752,147 @@ func testClosedCalls(t *testing.T, p *pair) {
 		t.Fatalf("Close: %v", err)
 	}
 	msgs := []socket.Message{{Buf: make([]byte, 64), N: 8, Addr: p.b.LocalAddr()}}
+	const want = "an error wrapping socket.ErrClosed and net.ErrClosed"
 	p.within(t, p.a, "ReadBatch after Close", func() {
-		if n, err := p.a.ReadBatch(msgs); n != 0 || !errors.Is(err, net.ErrClosed) {
-			t.Errorf("ReadBatch after Close = %d, %v; want 0, net.ErrClosed", n, err)
+		if n, err := p.a.ReadBatch(msgs); n != 0 || !isClosed(err) {
+			t.Errorf("ReadBatch after Close = %d, %v; want 0, %s", n, err, want)
 		}
 	})
-	if n, err := p.a.TryReadBatch(msgs); n != 0 || !errors.Is(err, net.ErrClosed) {
-		t.Errorf("TryReadBatch after Close = %d, %v; want 0, net.ErrClosed", n, err)
+	if n, err := p.a.TryReadBatch(msgs); n != 0 || !isClosed(err) {
+		t.Errorf("TryReadBatch after Close = %d, %v; want 0, %s", n, err, want)
 	}
 	msgs[0].N = 8
-	if n, err := p.a.WriteBatch(msgs); n != 0 || !errors.Is(err, net.ErrClosed) {
-		t.Errorf("WriteBatch after Close = %d, %v; want 0, net.ErrClosed", n, err)
+	if n, err := p.a.WriteBatch(msgs); n != 0 || !isClosed(err) {
+		t.Errorf("WriteBatch after Close = %d, %v; want 0, %s", n, err, want)
 	}
-	if err := p.a.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		t.Errorf("second Close = %v; want nil or net.ErrClosed", err)
+	if w, ok := p.a.(socket.Waiter); ok {
+		p.within(t, p.a, "Wait after Close", func() {
+			if err := w.Wait(p.opts.Timeout); !isClosed(err) {
+				t.Errorf("Wait after Close = %v; want %s", err, want)
+			}
+		})
+		w.Wake() // harmless after Close
+	}
+	if err := p.a.Close(); err != nil && !isClosed(err) {
+		t.Errorf("second Close = %v; want nil or %s", err, want)
+	}
+}
+
+// waiterPair returns the conn of p that is a socket.Waiter (b if both
+// are) and the other one, which sends to it.
+func waiterPair(t *testing.T, p *pair) (socket.Waiter, socket.Conn, socket.Conn) {
+	t.Helper()
+	if w, ok := p.b.(socket.Waiter); ok {
+		return w, p.b, p.a
+	}
+	if w, ok := p.a.(socket.Waiter); ok {
+		return w, p.a, p.b
+	}
+	t.Fatal("neither conn of this pair is a socket.Waiter, though the probe pair had one")
+	return nil, nil, nil
+}
+
+// waitReturns runs w.Wait(long) and fails unless it returns nil within
+// the suite's timeout (closing c to unblock it otherwise). long is longer
+// than the suite's timeout, so only the event under test can end it.
+func (p *pair) waitReturns(t *testing.T, w socket.Waiter, c socket.Conn, what string) {
+	t.Helper()
+	var err error
+	p.within(t, c, what, func() { err = w.Wait(2 * p.opts.Timeout) })
+	if err != nil {
+		t.Fatalf("%s: Wait = %v, want nil", what, err)
+	}
+}
+
+// WaitWake: a Wake made before Wait makes it return at once; one made
+// from another goroutine ends a blocked Wait; Wait(0) and a short timeout
+// return by themselves.
+func testWaitWake(t *testing.T, p *pair) {
+	w, c, _ := waiterPair(t, p)
+	w.Wake()
+	p.waitReturns(t, w, c, "Wait after Wake")
+	woken := make(chan struct{})
+	go func() {
+		defer close(woken)
+		// The Wake may come before Wait blocks or during it: either way
+		// Wait must return (a Wake with no Wait blocked is kept for the
+		// next one).
+		time.Sleep(10 * time.Millisecond)
+		w.Wake()
+	}()
+	p.waitReturns(t, w, c, "Wait ended by Wake from another goroutine")
+	<-woken
+	p.within(t, c, "Wait(0)", func() {
+		if err := w.Wait(0); err != nil {
+			t.Errorf("Wait(0) = %v", err)
+		}
+	})
+	p.within(t, c, "Wait(5ms)", func() {
+		if err := w.Wait(5 * time.Millisecond); err != nil {
+			t.Errorf("Wait(5ms) = %v", err)
+		}
+	})
+}
+
+// WaitData: a datagram that is queued, or arrives while Wait blocks, ends
+// the Wait (unless Options.WaitIgnoresData), and is then readable.
+func testWaitData(t *testing.T, p *pair) {
+	w, c, sender := waiterPair(t, p)
+	if p.opts.WaitIgnoresData {
+		writeAll(t, sender, msgsTo(c.LocalAddr(), [][]byte{payload(20, 0, 40)}))
+		p.within(t, c, "Wait(10ms) with a datagram queued", func() {
+			if err := w.Wait(10 * time.Millisecond); err != nil {
+				t.Errorf("Wait = %v", err)
+			}
+		})
+		p.recvN(t, c, 1, 1, 2048)
+		return
+	}
+	// Queued before Wait: the datagram is read after the Wait, so Wait
+	// must not have consumed it.
+	first := payload(20, 0, 40)
+	writeAll(t, sender, msgsTo(c.LocalAddr(), [][]byte{first}))
+	p.waitReturns(t, w, c, "Wait with a datagram sent")
+	got := p.recvN(t, c, 1, 1, 2048)
+	p.checkDatagrams(t, got, [][]byte{first}, sender.LocalAddr())
+
+	// Arriving during the Wait.
+	second := payload(20, 1, 60)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		time.Sleep(10 * time.Millisecond)
+		if n, err := sender.WriteBatch(msgsTo(c.LocalAddr(), [][]byte{second})); n != 1 || err != nil {
+			t.Errorf("WriteBatch = %d, %v", n, err)
+		}
+	}()
+	p.waitReturns(t, w, c, "Wait for an arriving datagram")
+	<-sent
+	got = p.recvN(t, c, 1, 1, 2048)
+	p.checkDatagrams(t, got, [][]byte{second}, sender.LocalAddr())
+}
+
+// WaitClosed: Close ends a blocked Wait with the closed error, and later
+// Waits return it at once.
+func testWaitClosed(t *testing.T, p *pair) {
+	w, c, _ := waiterPair(t, p)
+	done := make(chan error, 1)
+	go func() { done <- w.Wait(2 * p.opts.Timeout) }()
+	// As in CloseUnblocksRead, the outcome must not depend on whether the
+	// Wait has blocked yet.
+	time.Sleep(10 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !isClosed(err) {
+			t.Fatalf("Wait ended by Close = %v; want an error wrapping socket.ErrClosed and net.ErrClosed", err)
+		}
+	case <-time.After(p.opts.Timeout):
+		t.Fatalf("a blocked Wait did not return within %v of Close", p.opts.Timeout)
+	}
+	if err := w.Wait(time.Millisecond); !isClosed(err) {
+		t.Fatalf("Wait after Close = %v; want the closed error", err)
 	}
 }

@@ -272,7 +272,7 @@ func (c *batchConn) recv(block bool) error {
 	err := c.rc.Read(fn)
 	c.ctr.recv.syscalls.Add(r.syscalls)
 	if err != nil {
-		return err
+		return ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if r.errno != 0 {
 		return &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: os.NewSyscallError("recvmmsg", r.errno)}
@@ -286,7 +286,7 @@ func (c *batchConn) TryReadBatch(msgs []socket.Message) (int, error) { return c.
 
 func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 	if c.closed.Load() {
-		return 0, &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
+		return 0, socket.Closed("read", c.laddr)
 	}
 	if len(msgs) == 0 {
 		return 0, nil
@@ -435,7 +435,7 @@ func groSegSize(ctrl []byte) int {
 
 func (c *batchConn) WriteBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, &net.OpError{Op: "write", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
+		return 0, socket.Closed("write", c.laddr)
 	}
 	w := &c.w
 	done := 0
@@ -560,7 +560,7 @@ func (c *batchConn) build(msgs []socket.Message, noCoalesce int) (nh, nm, gsoSen
 	)
 	for nm < len(msgs) && nm < len(w.iovs) {
 		m := &msgs[nm]
-		if err = checkMessage(m, c.limit); err != nil {
+		if err = m.Check(c.limit); err != nil {
 			break
 		}
 		iov := &w.iovs[nm]
@@ -619,7 +619,7 @@ func (c *batchConn) send(nh int) (int, error) {
 	err := c.rc.Write(w.fn)
 	c.ctr.send.syscalls.Add(w.syscalls)
 	if err != nil {
-		return w.pos, err
+		return w.pos, ioErr(err, &c.closed, "write", c.laddr)
 	}
 	if w.errno != 0 {
 		return w.pos, w.errno

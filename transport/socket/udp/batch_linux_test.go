@@ -338,7 +338,7 @@ func TestSockaddr(t *testing.T) {
 		}
 	}
 	var sa sockaddr.Raw
-	if _, err := putSockaddr(&sa, netip.MustParseAddrPort("[::1]:1"), unix.AF_INET); !errors.Is(err, ErrInvalidAddr) {
+	if _, err := putSockaddr(&sa, netip.MustParseAddrPort("[::1]:1"), unix.AF_INET); !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Fatalf("IPv6 on an IPv4 socket: %v, want ErrInvalidAddr", err)
 	}
 	v4, v6 := netip.MustParseAddrPort("10.1.2.3:4"), netip.MustParseAddrPort("[2001:db8::1]:4")

@@ -1,9 +1,11 @@
 package udp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
@@ -88,7 +90,8 @@ func newConn(im impl) (*Conn, error) {
 // for an empty msgs. The batched socket without GRO returns at most
 // Config.BatchSize datagrams per call; otherwise up to len(msgs). A blocked
 // ReadBatch parks in the Go netpoller, costing no thread and no CPU, until
-// data arrives or Close makes it return an error wrapping net.ErrClosed.
+// data arrives or Close makes it return socket.Closed("read", …), an error
+// wrapping socket.ErrClosed and net.ErrClosed.
 func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
 	return c.impl.ReadBatch(msgs)
 }
@@ -104,8 +107,9 @@ func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 // WriteBatch sends each msgs[i].Buf[:N] to msgs[i].Addr, in order, and
 // returns how many were sent. On error msgs[:n] were sent and msgs[n]
 // caused the error: socket.ErrTooLarge for N above MaxDatagramSize,
-// ErrInvalidMessage for N outside [0, len(Buf)], ErrInvalidAddr for an
-// unusable Addr, or the kernel's error wrapped in a *net.OpError. A full
+// socket.ErrInvalidMessage for N outside [0, len(Buf)],
+// socket.ErrInvalidAddr for an unusable Addr, or the kernel's error
+// wrapped in a *net.OpError (after Close, socket.ErrClosed). A full
 // socket send buffer makes it wait in the netpoller rather than fail.
 // Zero-length datagrams are sent. No buffer is referenced after it returns.
 func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) { return c.impl.WriteBatch(msgs) }
@@ -124,12 +128,16 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
 // eventfd or timerfd that fired) and allocates nothing.
 // Elsewhere it sleeps for timeout or until Wake, not waking for datagrams.
 // It is part of the read role: not concurrently with ReadBatch or
-// TryReadBatch. After Close it returns an error wrapping net.ErrClosed.
+// TryReadBatch. After Close it returns an error wrapping socket.ErrClosed
+// and net.ErrClosed.
 func (c *Conn) Wait(timeout time.Duration) error {
 	if c.impl.buffered() {
 		return nil
 	}
 	if err := c.w.wait(timeout); err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return socket.Closed("wait", c.impl.LocalAddr())
+		}
 		return &net.OpError{Op: "wait", Net: "udp", Source: net.UDPAddrFromAddrPort(c.impl.LocalAddr()), Err: err}
 	}
 	return nil
@@ -140,8 +148,8 @@ func (c *Conn) Wait(timeout time.Duration) error {
 func (c *Conn) Wake() { c.w.wake() }
 
 // Close closes the socket. Blocked and later reads, writes and Waits
-// return an error wrapping net.ErrClosed. Calls after the first return
-// nil.
+// return socket.Closed(op, LocalAddr()): a *net.OpError wrapping
+// socket.ErrClosed and net.ErrClosed. Calls after the first return nil.
 func (c *Conn) Close() error {
 	c.w.close()
 	return c.impl.Close()
@@ -166,7 +174,7 @@ func (c *Conn) Stats() Stats {
 // the socket buffer sizes.
 func listen(laddr netip.AddrPort, cfg Config) (*net.UDPConn, error) {
 	if !laddr.IsValid() {
-		return nil, fmt.Errorf("%w: local address %v", ErrInvalidAddr, laddr)
+		return nil, fmt.Errorf("udp: local address %v: %w", laddr, socket.ErrInvalidAddr)
 	}
 	network := "udp"
 	if laddr.Addr().Is4() {
@@ -197,17 +205,13 @@ func localAddrPort(uc *net.UDPConn) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
-// checkMessage validates one outgoing message against the datagram limit.
-// It allocates only when it reports an error.
-func checkMessage(m *socket.Message, limit int) error {
-	if m.N > limit {
-		return fmt.Errorf("%w: %d bytes, limit %d", socket.ErrTooLarge, m.N, limit)
+// ioErr is what a read or write reports for err, an error of the layer
+// below (the RawConn, the *net.UDPConn): once the socket is closed — by
+// this Conn's Close, whose flag closed is, or under it — the one closed
+// error of package socket, whatever the layer below said; otherwise err.
+func ioErr(err error, closed *atomic.Bool, op string, laddr netip.AddrPort) error {
+	if closed.Load() || errors.Is(err, net.ErrClosed) {
+		return socket.Closed(op, laddr)
 	}
-	if m.N < 0 || m.N > len(m.Buf) {
-		return fmt.Errorf("%w: N=%d with len(Buf)=%d", ErrInvalidMessage, m.N, len(m.Buf))
-	}
-	if !m.Addr.IsValid() {
-		return fmt.Errorf("%w: %v", ErrInvalidAddr, m.Addr)
-	}
-	return nil
+	return err
 }

@@ -49,7 +49,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		return true
 	})
 	if err != nil {
-		return false, false, err
+		return false, false, ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if rerr != nil {
 		return false, false, &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: os.NewSyscallError("recvmsg", rerr)}

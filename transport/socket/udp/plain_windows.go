@@ -41,7 +41,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		var ret uint32
 		ioerr = windows.WSAIoctl(windows.Handle(fd), fionread, nil, 0, (*byte)(unsafe.Pointer(&avail)), 4, &ret, nil, 0)
 	}); err != nil {
-		return false, false, err
+		return false, false, ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if ioerr != nil {
 		return false, false, os.NewSyscallError("WSAIoctl", ioerr)
@@ -52,7 +52,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 	n, _, flags, addr, err := c.uc.ReadMsgUDPAddrPort(m.Buf, nil)
 	if err != nil {
 		if !isTruncation(err) {
-			return false, false, err
+			return false, false, ioErr(err, &c.closed, "read", c.laddr)
 		}
 		n, cut = len(m.Buf), true
 	}
