@@ -110,26 +110,22 @@ type sendState struct {
 	segLimit int
 }
 
-// openBest is Open on Linux.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) {
-	return openBatch(laddr, cfg)
+// openBest is Open and FromConn on Linux.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) {
+	return openBatch(uc, cfg)
 }
 
 // errNoMmsg reports a kernel without recvmmsg/sendmmsg; openBatch falls
 // back to the plain socket on it.
 var errNoMmsg = errors.New("udp: recvmmsg/sendmmsg unavailable")
 
-// openBatch opens the batched socket, probing recvmmsg/sendmmsg, GSO and
-// GRO on the new descriptor. Without recvmmsg/sendmmsg (ENOSYS, as in some
-// sandboxes) it returns the plain socket instead.
-func openBatch(laddr netip.AddrPort, cfg Config) (impl, error) {
-	uc, err := listen(laddr, cfg)
-	if err != nil {
-		return nil, err
-	}
+// openBatch makes uc the batched socket, probing recvmmsg/sendmmsg, GSO
+// and GRO on its descriptor. Without recvmmsg/sendmmsg (ENOSYS, as in some
+// sandboxes) it returns the plain socket over uc instead. On error uc is
+// the caller's to close.
+func openBatch(uc *net.UDPConn, cfg Config) (impl, error) {
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		uc.Close()
 		return nil, err
 	}
 	c := &batchConn{uc: uc, rc: rc, laddr: localAddrPort(uc), limit: cfg.MaxDatagramSize}
@@ -163,9 +159,8 @@ func openBatch(laddr netip.AddrPort, cfg Config) (impl, error) {
 		err = probeErr
 	}
 	if err != nil {
-		uc.Close()
 		if errors.Is(err, errNoMmsg) {
-			return openPlain(laddr, cfg)
+			return openPlain(uc, cfg)
 		}
 		return nil, err
 	}

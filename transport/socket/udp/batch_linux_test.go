@@ -17,7 +17,11 @@ var lo4 = netip.MustParseAddrPort("127.0.0.1:0")
 
 func openBatchT(t *testing.T, cfg Config) *batchConn {
 	t.Helper()
-	im, err := openBatch(lo4, cfg.withDefaults())
+	uc, err := listen(lo4, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := openBatch(uc, cfg.withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,14 +50,7 @@ var (
 // laddr gives an IPv4-only socket; an IPv6 one gives an IPv6 socket, dual
 // stack when laddr is [::] (IPv4 peers then appear with IPv4 addresses).
 func Open(laddr netip.AddrPort, cfg Config) (*Conn, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	im, err := openBest(laddr, cfg.withDefaults())
-	if err != nil {
-		return nil, err
-	}
-	return newConn(im)
+	return open(laddr, cfg, openBest)
 }
 
 // OpenPlain binds a UDP socket to laddr that issues one system call per
@@ -65,20 +58,71 @@ func Open(laddr netip.AddrPort, cfg Config) (*Conn, error) {
 // on platforms without a batched path and the floor the benchmarks compare
 // against. cfg.BatchSize, DisableGSO and DisableGRO do not apply to it.
 func OpenPlain(laddr netip.AddrPort, cfg Config) (*Conn, error) {
+	return open(laddr, cfg, openPlain)
+}
+
+// FromConn makes uc, a UDP socket the caller has already bound (with
+// net.ListenUDP, a net.ListenConfig with its own Control function, a
+// socket inherited from a supervisor, …), into a Conn with the best path
+// the platform offers: on Linux the batched socket, issuing
+// recvmmsg/sendmmsg through uc.SyscallConn and probing GSO and GRO on uc's
+// descriptor exactly as Open does; elsewhere the plain socket. cfg is
+// Open's: RecvBuffer and SendBuffer, when set, are applied to uc.
+//
+// On success the Conn owns uc: its Close closes uc, and the caller must no
+// longer read, write or set deadlines on uc (a read on uc would take
+// datagrams from the Conn; a deadline would make its reads fail).
+// FromConn clears any deadline already set. On error uc is left open and
+// the caller's, though the probes may have set UDP_GRO on it.
+//
+// uc must not be connected (net.DialUDP): a connected socket accepts
+// datagrams from one peer only and the plain path cannot address its
+// writes, so FromConn refuses it with an error wrapping
+// errors.ErrUnsupported. Cost: what Open costs, less the bind.
+func FromConn(uc *net.UDPConn, cfg Config) (*Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	im, err := openPlain(laddr, cfg.withDefaults())
+	if uc == nil {
+		return nil, fmt.Errorf("%w: FromConn of a nil *net.UDPConn", ErrInvalidConfig)
+	}
+	if ra := uc.RemoteAddr(); ra != nil {
+		return nil, fmt.Errorf("udp: FromConn of a conn connected to %v (bind one with net.ListenUDP): %w", ra, errors.ErrUnsupported)
+	}
+	if err := uc.SetDeadline(time.Time{}); err != nil {
+		return nil, fmt.Errorf("udp: FromConn: clearing deadlines: %w", err)
+	}
+	if err := setBuffers(uc, cfg); err != nil {
+		return nil, err
+	}
+	return wrap(uc, cfg.withDefaults(), openBest)
+}
+
+// open binds a socket to laddr and wraps it with mk, closing it on error.
+func open(laddr netip.AddrPort, cfg Config, mk func(*net.UDPConn, Config) (impl, error)) (*Conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	uc, err := listen(laddr, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newConn(im)
+	c, err := wrap(uc, cfg.withDefaults(), mk)
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
-func newConn(im impl) (*Conn, error) {
-	w, err := newWaiter(im.udpConn())
+// wrap makes uc a Conn with mk. On error uc is the caller's to close.
+func wrap(uc *net.UDPConn, cfg Config, mk func(*net.UDPConn, Config) (impl, error)) (*Conn, error) {
+	im, err := mk(uc, cfg)
 	if err != nil {
-		im.Close()
+		return nil, err
+	}
+	w, err := newWaiter(uc)
+	if err != nil {
 		return nil, err
 	}
 	return &Conn{impl: im, w: w}, nil
@@ -171,7 +215,7 @@ func (c *Conn) Stats() Stats {
 }
 
 // listen opens the *net.UDPConn under either implementation and applies
-// the socket buffer sizes.
+// the socket buffer sizes, for Open and OpenPlain.
 func listen(laddr netip.AddrPort, cfg Config) (*net.UDPConn, error) {
 	if !laddr.IsValid() {
 		return nil, fmt.Errorf("udp: local address %v: %w", laddr, socket.ErrInvalidAddr)
@@ -184,19 +228,26 @@ func listen(laddr netip.AddrPort, cfg Config) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := setBuffers(uc, cfg); err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return uc, nil
+}
+
+// setBuffers applies cfg's socket buffer sizes to uc, where set.
+func setBuffers(uc *net.UDPConn, cfg Config) error {
 	if cfg.RecvBuffer > 0 {
 		if err := uc.SetReadBuffer(cfg.RecvBuffer); err != nil {
-			uc.Close()
-			return nil, err
+			return fmt.Errorf("udp: SO_RCVBUF %d: %w", cfg.RecvBuffer, err)
 		}
 	}
 	if cfg.SendBuffer > 0 {
 		if err := uc.SetWriteBuffer(cfg.SendBuffer); err != nil {
-			uc.Close()
-			return nil, err
+			return fmt.Errorf("udp: SO_SNDBUF %d: %w", cfg.SendBuffer, err)
 		}
 	}
-	return uc, nil
+	return nil
 }
 
 // localAddrPort returns uc's bound address, IPv4 addresses unmapped.

@@ -28,14 +28,11 @@ type plainConn struct {
 	tr     tryRecvState // owned by the reading goroutine
 }
 
-func openPlain(laddr netip.AddrPort, cfg Config) (impl, error) {
-	uc, err := listen(laddr, cfg)
-	if err != nil {
-		return nil, err
-	}
+// openPlain makes uc the plain socket. On error uc is the caller's to
+// close.
+func openPlain(uc *net.UDPConn, cfg Config) (impl, error) {
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		uc.Close()
 		return nil, err
 	}
 	c := &plainConn{uc: uc, rc: rc, laddr: localAddrPort(uc), limit: cfg.MaxDatagramSize}

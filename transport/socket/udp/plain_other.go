@@ -5,7 +5,7 @@ package udp
 import (
 	"errors"
 	"fmt"
-	"net/netip"
+	"net"
 	"runtime"
 	"syscall"
 
@@ -14,9 +14,9 @@ import (
 
 const msgTrunc = 0
 
-// openBest is Open on platforms without a known socket path: the plain
+// openBest is Open and FromConn on platforms without a known socket path: the plain
 // socket, whose TryReadBatch reports errors.ErrUnsupported.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) { return openPlain(uc, cfg) }
 
 func isTruncation(error) bool { return false }
 

@@ -14,8 +14,8 @@ import (
 
 const msgTrunc = syscall.MSG_TRUNC
 
-// openBest is Open on Unix systems other than Linux: the plain socket.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+// openBest is Open and FromConn on Unix systems other than Linux: the plain socket.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) { return openPlain(uc, cfg) }
 
 // isTruncation reports a read error that only means the datagram was cut:
 // Unix systems report truncation in the flags instead.

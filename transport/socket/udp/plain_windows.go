@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"syscall"
@@ -17,8 +18,8 @@ const msgTrunc = windows.MSG_TRUNC
 // fionread is FIONREAD: _IOR('f', 127, u_long).
 const fionread = 0x4004667f
 
-// openBest is Open on Windows: the plain socket.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+// openBest is Open and FromConn on Windows: the plain socket.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) { return openPlain(uc, cfg) }
 
 // isTruncation reports a read error that only means the datagram was cut
 // (WSAEMSGSIZE: Windows fails the read but delivers the prefix).
