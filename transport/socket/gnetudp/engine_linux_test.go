@@ -301,17 +301,19 @@ func TestCloseNoLeak(t *testing.T) {
 		}
 		readN(t, c, buffers(16, 128), 16, 5*time.Second)
 
-		parked := make(chan error, 1)
+		readErr := make(chan error, 1)
 		go func() {
 			_, err := e.ReadBatch(buffers(1, 64))
-			parked <- err
+			readErr <- err
 		}()
-		time.Sleep(10 * time.Millisecond)
+		if err := parked("gnetudp.(*Engine).ReadBatch", "select", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		if err := e.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		select {
-		case err := <-parked:
+		case err := <-readErr:
 			if !errors.Is(err, net.ErrClosed) {
 				t.Fatalf("parked ReadBatch returned %v, want net.ErrClosed", err)
 			}
