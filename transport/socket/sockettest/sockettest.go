@@ -71,6 +71,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -711,6 +712,78 @@ func testConcurrentReadWrite(t *testing.T, p *pair) {
 	p.checkDatagrams(t, got, want, p.b.LocalAddr())
 }
 
+// call is one call expected to block, run through its methods so that
+// untilBlocked can find it in the goroutine dump: "entered" says the
+// method has started, so a frame no longer in the dump means it returned.
+type call struct{ entered chan struct{} }
+
+func newCall() *call { return &call{entered: make(chan struct{})} }
+
+// read is a ReadBatch on an idle conn; it returns the error ReadBatch
+// gave, or one saying it returned datagrams.
+func (k *call) read(c socket.Conn) error {
+	close(k.entered)
+	msgs := []socket.Message{{Buf: make([]byte, 2048)}}
+	n, err := c.ReadBatch(msgs)
+	if err == nil {
+		err = fmt.Errorf("ReadBatch returned %d datagrams on an idle conn", n)
+	}
+	return err
+}
+
+// wait is w.Wait(timeout).
+func (k *call) wait(w socket.Waiter, timeout time.Duration) error {
+	close(k.entered)
+	return w.Wait(timeout)
+}
+
+// untilBlocked returns once the goroutine running k's method frame
+// ("read" or "wait") is blocked — parked in a channel operation, a lock,
+// the netpoller or a system call, whatever the implementation blocks in —
+// or has returned; so a check acts on a blocked call without guessing how
+// long blocking takes. It returns an error after timeout, and is safe
+// from any goroutine.
+func (k *call) untilBlocked(frame string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	select {
+	case <-k.entered:
+	case <-time.After(timeout):
+		return fmt.Errorf("the call to %s did not start within %v", frame, timeout)
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		found, blocked := blockedState(buf, "sockettest.(*call)."+frame)
+		if !found || blocked {
+			return nil // blocked, or it returned: the caller's checks see how
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still running, not blocked, after %v", frame, timeout)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// blockedState reports whether a goroutine is running frame, and whether
+// one that is is blocked, from a goroutine dump taken into buf.
+func blockedState(buf []byte, frame string) (found, blocked bool) {
+	n := runtime.Stack(buf, true)
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if !strings.Contains(g, module+frame+"(") {
+			continue
+		}
+		found = true
+		// "goroutine 7 [select]:", "[IO wait, 2 minutes]", "[sync.Cond.Wait]"…
+		if !strings.Contains(header, "[running") && !strings.Contains(header, "[runnable") {
+			return true, true
+		}
+	}
+	return found, false
+}
+
+// module prefixes the functions of this package in a goroutine dump.
+const module = "github.com/tickwire/tickwire/transport/socket/"
+
 // isClosed reports whether err is the closed error of package socket: it
 // wraps socket.ErrClosed, and through it net.ErrClosed.
 func isClosed(err error) bool {
@@ -718,22 +791,12 @@ func isClosed(err error) bool {
 }
 
 func testCloseUnblocksRead(t *testing.T, p *pair) {
-	started := make(chan struct{})
+	k := newCall()
 	done := make(chan error, 1)
-	go func() {
-		msgs := []socket.Message{{Buf: make([]byte, 2048)}}
-		close(started)
-		n, err := p.b.ReadBatch(msgs)
-		if err == nil {
-			err = fmt.Errorf("ReadBatch returned %d datagrams on an idle conn", n)
-		}
-		done <- err
-	}()
-	<-started
-	// Give the reader a moment to block. Whether it has or not, the
-	// outcome must be the same: a ReadBatch that starts after Close fails
-	// just as a blocked one does, so the check does not depend on timing.
-	time.Sleep(20 * time.Millisecond)
+	go func() { done <- k.read(p.b) }()
+	if err := k.untilBlocked("read", p.opts.Timeout); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.b.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -792,13 +855,14 @@ func waiterPair(t *testing.T, p *pair) (socket.Waiter, socket.Conn, socket.Conn)
 	return nil, nil, nil
 }
 
-// waitReturns runs w.Wait(long) and fails unless it returns nil within
-// the suite's timeout (closing c to unblock it otherwise). long is longer
-// than the suite's timeout, so only the event under test can end it.
-func (p *pair) waitReturns(t *testing.T, w socket.Waiter, c socket.Conn, what string) {
+// waitReturns runs w.Wait(long) as k and fails unless it returns nil
+// within the suite's timeout (closing c to unblock it otherwise). long is
+// longer than the suite's timeout, so only the event under test can end
+// it.
+func (p *pair) waitReturns(t *testing.T, w socket.Waiter, c socket.Conn, k *call, what string) {
 	t.Helper()
 	var err error
-	p.within(t, c, what, func() { err = w.Wait(2 * p.opts.Timeout) })
+	p.within(t, c, what, func() { err = k.wait(w, 2*p.opts.Timeout) })
 	if err != nil {
 		t.Fatalf("%s: Wait = %v, want nil", what, err)
 	}
@@ -810,18 +874,20 @@ func (p *pair) waitReturns(t *testing.T, w socket.Waiter, c socket.Conn, what st
 func testWaitWake(t *testing.T, p *pair) {
 	w, c, _ := waiterPair(t, p)
 	w.Wake()
-	p.waitReturns(t, w, c, "Wait after Wake")
-	woken := make(chan struct{})
+	p.waitReturns(t, w, c, newCall(), "Wait after Wake")
+	woken := make(chan error, 1)
+	k := newCall()
 	go func() {
-		defer close(woken)
-		// The Wake may come before Wait blocks or during it: either way
-		// Wait must return (a Wake with no Wait blocked is kept for the
-		// next one).
-		time.Sleep(10 * time.Millisecond)
+		// Wake once the Wait is blocked (a Wake before it would be kept
+		// for it, and test that case again).
+		err := k.untilBlocked("wait", p.opts.Timeout)
 		w.Wake()
+		woken <- err
 	}()
-	p.waitReturns(t, w, c, "Wait ended by Wake from another goroutine")
-	<-woken
+	p.waitReturns(t, w, c, k, "Wait ended by Wake from another goroutine")
+	if err := <-woken; err != nil {
+		t.Fatal(err)
+	}
 	p.within(t, c, "Wait(0)", func() {
 		if err := w.Wait(0); err != nil {
 			t.Errorf("Wait(0) = %v", err)
@@ -852,22 +918,26 @@ func testWaitData(t *testing.T, p *pair) {
 	// must not have consumed it.
 	first := payload(20, 0, 40)
 	writeAll(t, sender, msgsTo(c.LocalAddr(), [][]byte{first}))
-	p.waitReturns(t, w, c, "Wait with a datagram sent")
+	p.waitReturns(t, w, c, newCall(), "Wait with a datagram sent")
 	got := p.recvN(t, c, 1, 1, 2048)
 	p.checkDatagrams(t, got, [][]byte{first}, sender.LocalAddr())
 
 	// Arriving during the Wait.
 	second := payload(20, 1, 60)
-	sent := make(chan struct{})
+	sent := make(chan error, 1)
+	k := newCall()
 	go func() {
-		defer close(sent)
-		time.Sleep(10 * time.Millisecond)
-		if n, err := sender.WriteBatch(msgsTo(c.LocalAddr(), [][]byte{second})); n != 1 || err != nil {
-			t.Errorf("WriteBatch = %d, %v", n, err)
+		// Send once the Wait is blocked.
+		err := k.untilBlocked("wait", p.opts.Timeout)
+		if n, werr := sender.WriteBatch(msgsTo(c.LocalAddr(), [][]byte{second})); n != 1 || werr != nil {
+			err = fmt.Errorf("WriteBatch = %d, %v", n, werr)
 		}
+		sent <- err
 	}()
-	p.waitReturns(t, w, c, "Wait for an arriving datagram")
-	<-sent
+	p.waitReturns(t, w, c, k, "Wait for an arriving datagram")
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
 	got = p.recvN(t, c, 1, 1, 2048)
 	p.checkDatagrams(t, got, [][]byte{second}, sender.LocalAddr())
 }
@@ -877,10 +947,11 @@ func testWaitData(t *testing.T, p *pair) {
 func testWaitClosed(t *testing.T, p *pair) {
 	w, c, _ := waiterPair(t, p)
 	done := make(chan error, 1)
-	go func() { done <- w.Wait(2 * p.opts.Timeout) }()
-	// As in CloseUnblocksRead, the outcome must not depend on whether the
-	// Wait has blocked yet.
-	time.Sleep(10 * time.Millisecond)
+	k := newCall()
+	go func() { done <- k.wait(w, 2*p.opts.Timeout) }()
+	if err := k.untilBlocked("wait", p.opts.Timeout); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
