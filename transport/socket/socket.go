@@ -1,6 +1,14 @@
 // Package socket defines the one batch-shaped datagram interface that every
-// tickwire packet source implements: the batched UDP socket, the gnet engine
-// and the in-process simulated link.
+// tickwire packet source implements: the batched UDP socket (package udp,
+// which also takes over a caller's *net.UDPConn with udp.FromConn), the
+// gnet engine, the adapter for any net.PacketConn (package pconn) and the
+// in-process simulated link.
+//
+// It also holds what they share: the error sentinels (ErrTooLarge,
+// ErrInvalidMessage, ErrInvalidAddr, ErrClosed), so that errors.Is works
+// whatever backend returned an error; the closed error every backend
+// returns after Close (Closed); and the check of an outgoing message
+// (Message.Check).
 //
 // A batch is a slice of [Message] whose buffers the caller owns. An
 // implementation never keeps a reference to a caller's buffer after the call
@@ -109,7 +117,9 @@ type Message struct {
 // role is used by one goroutine at a time — a TryReadBatch must not run
 // while a ReadBatch is parked — and a reader and a writer may run
 // concurrently. Close may be called from any goroutine, any number of times;
-// calls after the first return nil or an error wrapping net.ErrClosed.
+// calls after the first return nil or an error wrapping net.ErrClosed. After
+// Close every I/O method returns Closed(op, LocalAddr()), an error wrapping
+// ErrClosed and net.ErrClosed.
 //
 // An empty batch returns (0, nil) at once, even from ReadBatch.
 // Zero-length datagrams are legal and arrive with N == 0. A message with an
@@ -118,8 +128,8 @@ type Message struct {
 type Conn interface {
 	// ReadBatch blocks until at least one datagram is available, then fills
 	// msgs[:n] and returns n ≥ 1. After Close it returns an error for which
-	// errors.Is(err, net.ErrClosed) holds, including for a ReadBatch that was
-	// blocked when Close was called.
+	// errors.Is(err, ErrClosed) and errors.Is(err, net.ErrClosed) hold,
+	// including for a ReadBatch that was blocked when Close was called.
 	ReadBatch(msgs []Message) (n int, err error)
 
 	// TryReadBatch is ReadBatch without blocking: it returns (0, nil) when no
@@ -151,8 +161,8 @@ type Waiter interface {
 	// nothing to read is allowed). A Wake that came while no Wait was
 	// blocked makes the next Wait return at once. Wait belongs to the read
 	// role: it must not run concurrently with ReadBatch or TryReadBatch.
-	// After Close it returns an error wrapping net.ErrClosed, and Close
-	// ends a blocked Wait at once.
+	// After Close it returns an error wrapping ErrClosed and net.ErrClosed,
+	// and Close ends a blocked Wait at once.
 	Wait(timeout time.Duration) error
 	// Wake ends a blocked Wait, or the next one. It is safe from any
 	// goroutine and never blocks.

@@ -1,7 +1,8 @@
 // Package sockettest is the conformance suite every socket.Conn must pass:
-// the batched UDP socket, the plain UDP socket, the gnet engine and the
-// simulated link run the same checks (scenario S-A5), including the
-// buffer-ownership rule of scenario S-A4.
+// the batched UDP socket (opened by udp.Open or taken over by
+// udp.FromConn), the plain UDP socket, the gnet engine, the net.PacketConn
+// adapter (package pconn) and the simulated link run the same checks
+// (scenario S-A5), including the buffer-ownership rule of scenario S-A4.
 //
 // A test calls Run with a factory that returns two connected conns:
 //
@@ -39,11 +40,12 @@
 //   - LargeBatch: a WriteBatch of 100 messages (beyond
 //     socket.IdealBatchSize) sends all 100, read with 100 slots.
 //   - TooLarge: a batch [small, limit, limit+1, small] sends 2 and fails
-//     with socket.ErrTooLarge; exactly the first two arrive. The limit is
-//     the conn's MaxDatagramSize() if it has that method, else
-//     socket.MaxDatagramSize.
-//   - InvalidMessages: N beyond len(Buf), and a zero destination address,
-//     fail WriteBatch with an error (not a panic) at their index.
+//     with socket.ErrTooLarge, in an error message that says limit+1 and
+//     limit; exactly the first two arrive. The limit is the conn's
+//     MaxDatagramSize() if it has that method, else socket.MaxDatagramSize.
+//   - InvalidMessages: N beyond len(Buf) or negative fails WriteBatch at
+//     its index with socket.ErrInvalidMessage, saying N and len(Buf); a
+//     zero destination address with socket.ErrInvalidAddr; never a panic.
 //   - Truncation: a datagram longer than the reader's buffer arrives cut to
 //     len(Buf), and the next datagram is unaffected.
 //   - ZeroLength: a zero-length datagram is legal: WriteBatch sends it and
@@ -58,11 +60,28 @@
 //     never written by later reads.
 //   - ConcurrentReadWrite: one goroutine writes while another reads, on
 //     both conns (run it under -race).
-//   - CloseUnblocksRead: Close makes a blocked ReadBatch return an error
-//     for which errors.Is(err, net.ErrClosed) holds, within the timeout.
-//   - ClosedCalls: after Close, ReadBatch, TryReadBatch and WriteBatch
-//     return errors wrapping net.ErrClosed; a second Close returns nil or
-//     such an error.
+//   - CloseUnblocksRead: Close makes a blocked ReadBatch return the closed
+//     error (errors.Is holds for socket.ErrClosed and net.ErrClosed)
+//     within the timeout.
+//   - ClosedCalls: after Close, ReadBatch, TryReadBatch, WriteBatch and
+//     (for a socket.Waiter) Wait return the closed error; a second Close
+//     returns nil or such an error.
+//
+// When either conn of a pair is a socket.Waiter (the suite opens one pair
+// to find out), three more checks run on it, the other conn sending:
+//
+//   - WaitWake: a Wake before Wait makes it return at once; a Wake from
+//     another goroutine ends a blocked Wait; Wait(0) and a short timeout
+//     return by themselves.
+//   - WaitData: a datagram queued before Wait, or arriving while it is
+//     blocked, ends it, and is then read intact (with
+//     Options.WaitIgnoresData, Wait need only return at its timeout).
+//   - WaitClosed: Close ends a blocked Wait with the closed error, and
+//     later Waits return it at once.
+//
+// A check that needs a call blocked (a ReadBatch or Wait that Close, Wake
+// or a datagram must end) acts only once the goroutine dump shows the
+// call parked, so the checks do not depend on how long blocking takes.
 package sockettest
 
 import (

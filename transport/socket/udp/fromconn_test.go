@@ -100,3 +100,33 @@ func TestFromConnRefuses(t *testing.T) {
 		t.Error("FromConn(closed conn) = nil error")
 	}
 }
+
+// TestFromConnDeadline: a deadline set on the socket after FromConn (which
+// the caller should not do) shows as what it is: ReadBatch and
+// TryReadBatch return a net.Error with Timeout() true, not the closed
+// error, and the Conn works again once the deadline is cleared.
+func TestFromConnDeadline(t *testing.T) {
+	uc := listenUDP(t)
+	c, err := udp.FromConn(uc, udp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := uc.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	in := []socket.Message{{Buf: make([]byte, 64)}}
+	for name, read := range map[string]func([]socket.Message) (int, error){"ReadBatch": c.ReadBatch, "TryReadBatch": c.TryReadBatch} {
+		_, err := read(in)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() || errors.Is(err, net.ErrClosed) {
+			t.Errorf("%s past a deadline = %v; want a net.Error with Timeout() true", name, err)
+		}
+	}
+	if err := uc.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.TryReadBatch(in); n != 0 || err != nil {
+		t.Fatalf("TryReadBatch after clearing the deadline = %d, %v", n, err)
+	}
+}
