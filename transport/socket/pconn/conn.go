@@ -56,8 +56,7 @@ type Conn struct {
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
-	dead      chan struct{} // closed when receive returns
-	deadErr   error         // why receive returned; read after dead
+	dead      chan struct{} // closed when receive returns: Close, or pc closed under it
 
 	// Reader state.
 	timer *time.Timer // Wait's timeout, reused
@@ -174,7 +173,6 @@ func (c *Conn) receive() {
 		if err != nil {
 			c.free <- i // never blocks: the slot came from free
 			if c.closed.Load() || errors.Is(err, net.ErrClosed) {
-				c.deadErr = err
 				return
 			}
 			c.rcv.errors.Add(1)
@@ -271,6 +269,9 @@ func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
 func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
 		return 0, socket.Closed("read", c.laddr)
+	}
+	if len(msgs) == 0 {
+		return 0, nil
 	}
 	if n := c.take(msgs); n > 0 {
 		c.rd.count(msgs[:n])
