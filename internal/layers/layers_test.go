@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"transport/socket/udp":        {"transport/socket", "internal/sockaddr", "golang.org/x/sys/"},
 	"transport/socket/gnetudp":    {"transport/socket", "internal/sockaddr", "golang.org/x/sys/", "github.com/panjf2000/gnet/v2"},
 	"transport/socket/sockettest": {"transport/socket"},
+	"transport/socket/pconn":      {"transport/socket"},
 	"transport/simlink":           {"transport/socket"},
 	"transport":                   {"wire", "ackmap", "transport/fragment", "transport/socket"},
 	"rollback":                    {"wire", "github.com/klauspost/compress/"},
