@@ -214,13 +214,24 @@ func testNoAllocsClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The server's frame: the client's own input and the step as
+			// predicted, and peer 1's heal, held for two frames in every
+			// four — predicted right on the second (repeat-last), wrong
+			// on the first and the third.
 			recs = recs[:0]
 			for i := range v.Len() {
-				recs = append(recs, v.Record(i))
+				if r := v.Record(i); r.Sender == 0 {
+					recs = append(recs, r)
+				}
 			}
-			if f%2 == 1 {
-				put32(extra, int32(f))
+			if f%4 < 2 {
+				put32(extra, 7)
 				recs = append(recs, Record{Sender: 1, Type: w.ids.heal, Entity: w.ents[3], Payload: extra})
+			}
+			for i := range v.Len() {
+				if r := v.Record(i); r.Sender == SenderDerived {
+					recs = append(recs, r)
+				}
 			}
 			if err := c.Confirm(f, recs); err != nil {
 				t.Fatal(err)
@@ -239,7 +250,8 @@ func testNoAllocsClient(t *testing.T) {
 		t.Fatalf("steady-state Client predict+reconcile allocates %.1f times", allocs)
 	}
 	st := c.Stats()
-	if st.Rewinds-before.Rewinds < 100 || st.PredictionHits-before.PredictionHits < 100 || len(pending) != 4 {
+	t.Logf("over 200 ticks: %d rewinds, %d prediction hits, %d remote inputs predicted", st.Rewinds-before.Rewinds, st.PredictionHits-before.PredictionHits, st.RemoteInputsPredicted-before.RemoteInputsPredicted)
+	if st.Rewinds-before.Rewinds < 50 || st.PredictionHits-before.PredictionHits < 50 || st.RemoteInputsPredicted == before.RemoteInputsPredicted || len(pending) != 4 {
 		t.Fatalf("the measured path did not run: %+v, %d pending", st, len(pending))
 	}
 }
