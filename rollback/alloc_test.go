@@ -180,11 +180,12 @@ func testNoAllocsServer(t *testing.T) {
 }
 
 // One iteration is a client tick at steady state: the authoritative
-// records of the frame four back arrive — on even frames exactly as
-// predicted (no rewind), on odd frames with another peer's input the
-// client did not predict (a rewind and a replay of four frames) — then the
-// client reconciles and predicts the next frame (sampler, own input, step,
-// checksum), and the network layer collects the unconfirmed inputs.
+// records of the frame four back arrive — about half of them exactly as
+// predicted (no rewind), the others with another peer's input the client
+// mispredicted, repeating its last known one (a rewind and a replay of four
+// frames) — then the client reconciles and predicts the next frame
+// (sampler, own input, the other peer's predicted input, step, checksum),
+// and the network layer collects the unconfirmed inputs.
 func testNoAllocsClient(t *testing.T) {
 	var w *world
 	move := make([]byte, 0, 8)

@@ -362,28 +362,34 @@ type confSlot struct {
 }
 
 // Client is the predicting side of a server-authoritative session: it
-// simulates ahead of the server with its own inputs, and reconciles when the
-// server's authoritative records for a frame arrive.
+// simulates ahead of the server with its own inputs and a prediction of the
+// other peers', and reconciles when the server's authoritative records for
+// a frame arrive.
 //
 // Prediction: each Tick simulates the frames after the present for the
 // first time. For a frame the client predicts, the Sampler gives the local
-// peer's inputs (kept in the InputBuffer until confirmed); they are
-// executed at once under the local peer id, then the step runs in derived
-// mode. Before InstallSnapshot marks the baseline installed, the client
-// neither samples, nor predicts, nor applies anything (S-H7): Tick and
-// Confirm return ErrNotReady.
+// peer's inputs (kept in the InputBuffer until confirmed) and the PredictFunc
+// (ClientConfig.Predict, RepeatLast by default) the other peers' inputs from
+// their inputs in the newest frame whose authoritative records the client
+// holds; they execute at once in the server's sender order, the own ones
+// under the local peer id and each other peer's under its id, then the step
+// runs in derived mode. Before InstallSnapshot marks the baseline installed,
+// the client neither samples, nor predicts, nor applies anything (S-H7):
+// Tick and Confirm return ErrNotReady.
 //
 // Reconciliation: Confirm stages a frame's authoritative records — every
 // record the server's log holds for it, inputs and derived, in its order —
-// and the next Tick (or Reconcile) applies them: if the frame is the next
-// to confirm and its records equal the prediction exactly, nothing needs
-// undoing (PredictionHits); otherwise the client rewinds to the end of the
-// oldest staged frame's predecessor and replays to the present. A confirmed
-// frame is re-executed from the authoritative records verbatim (the
-// server's derived records included; the step does not run for it); a
-// predicted frame from the own unconfirmed inputs plus a fresh run of the
-// step. So after every frame up to F is confirmed, the state at the end of
-// F is the server's, whatever was mispredicted.
+// and the next Tick (or Reconcile) applies them: a staged frame whose
+// records equal the prediction exactly needs no undoing (PredictionHits),
+// even ahead of a frame still unconfirmed; otherwise the client rewinds to
+// the end of the predecessor of the oldest staged frame that differs and
+// replays to the present, once per Tick. A confirmed frame is re-executed
+// from the authoritative records verbatim (the server's derived records
+// included; the step does not run for it); a predicted frame from the own
+// unconfirmed inputs and a fresh prediction of the other peers' (from the
+// newest authoritative frame before it, which may just have arrived) plus a
+// fresh run of the step. So after every frame up to F is confirmed, the
+// state at the end of F is the server's, whatever was mispredicted.
 //
 // Presentation: replays run the executor in replay mode (Action.Replay
 // set), and a pure event that this side already presented for that frame —
