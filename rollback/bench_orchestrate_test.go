@@ -4,7 +4,7 @@ import "testing"
 
 // peerWorld is a store of n entities, entity i owned by peer i%peers,
 // with the test registry, a log and an executor.
-func peerWorld(b testing.TB, n, peers int, cfg Config) (*Executor[*Store], *Store, []Entity, actionIDs) {
+func peerWorld(b testing.TB, n, peers int, cfg LogConfig) (*Executor[*Store], *Store, []Entity, actionIDs) {
 	b.Helper()
 	store, err := NewStore(StoreConfig{Components: testComponents, Capacity: n})
 	if err != nil {
@@ -33,7 +33,7 @@ func peerWorld(b testing.TB, n, peers int, cfg Config) (*Executor[*Store], *Stor
 // copy) plus one Tick (sort, execute, begin/close, compact). No step, no
 // rewind: the orchestration's per-input and per-tick overhead.
 func BenchmarkServerTick64Peers(b *testing.B) {
-	x, _, ents, ids := peerWorld(b, 64, 64, Config{})
+	x, _, ents, ids := peerWorld(b, 64, 64, LogConfig{})
 	s, err := NewServer(x, nil, ServerConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -42,7 +42,7 @@ func BenchmarkServerTick64Peers(b *testing.B) {
 	f := uint32(0)
 	tick := func() {
 		for p := range 64 {
-			if err := s.SubmitInput(f, Sender(p), ids.move.ID(), ents[p], move); err != nil {
+			if err := s.Submit(f, Sender(p), ids.move.ID(), ents[p], move); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,7 +70,7 @@ func BenchmarkServerTick64Peers(b *testing.B) {
 // records, replays them (history read, reopen, re-execute, close) with the
 // late input merged, then simulates the new frame of 256 inputs.
 func BenchmarkServerRewindReplay8x256(b *testing.B) {
-	x, _, ents, ids := peerWorld(b, 256, 4, Config{})
+	x, _, ents, ids := peerWorld(b, 256, 4, LogConfig{})
 	s, err := NewServer(x, nil, ServerConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -84,9 +84,9 @@ func BenchmarkServerRewindReplay8x256(b *testing.B) {
 		for i, e := range ents {
 			var err error
 			if i%2 == 0 {
-				err = s.SubmitInput(f, Sender(i%4), ids.move.ID(), e, move)
+				err = s.Submit(f, Sender(i%4), ids.move.ID(), e, move)
 			} else {
-				err = s.SubmitInput(f, Sender(i%4), ids.heal, e, heal)
+				err = s.Submit(f, Sender(i%4), ids.heal, e, heal)
 			}
 			if err != nil {
 				b.Fatal(err)
@@ -95,7 +95,7 @@ func BenchmarkServerRewindReplay8x256(b *testing.B) {
 		if withLate {
 			n++
 			put32(late, n) // a new input each time, never a retransmission
-			if err := s.SubmitInput(f-8, 1, ids.heal, ents[1], late); err != nil {
+			if err := s.Submit(f-8, 1, ids.heal, ents[1], late); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -122,9 +122,10 @@ func BenchmarkServerRewindReplay8x256(b *testing.B) {
 }
 
 // A client tick at steady state: the server's records for the frame four
-// back arrive with another peer's input it did not predict, so the client
-// rewinds four frames, applies the authoritative frame, replays three
-// predicted frames (own input + the test step) and predicts the next.
+// back arrive with another peer's input it did not predict (remote
+// prediction off), so the client rewinds four frames, applies the
+// authoritative frame, replays three predicted frames (own input + the
+// test step) and predicts the next.
 func BenchmarkClientReconcile4(b *testing.B) {
 	var w *world
 	move := make([]byte, 0, 8)
@@ -134,7 +135,7 @@ func BenchmarkClientReconcile4(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	w, c := newClientWorld(b, Config{}, 0, sample, true, ClientConfig{})
+	w, c := newClientWorld(b, LogConfig{}, 0, sample, true, ClientConfig{NoRemotePrediction: true})
 	if err := c.InstallSnapshot(0); err != nil {
 		b.Fatal(err)
 	}
@@ -172,5 +173,64 @@ func BenchmarkClientReconcile4(b *testing.B) {
 	}
 	if got := c.Stats().Rewinds - before; got != uint64(b.N) {
 		b.Fatalf("%d rewinds for %d ticks", got, b.N)
+	}
+}
+
+// A client tick at steady state with two other peers holding their inputs
+// (a move each, every frame): the client predicts both by repeat-last, the
+// server's records for the frame four back equal the prediction, so the
+// tick reconciles by comparison alone (a hit, no rewind) and predicts the
+// next frame — two remote inputs, its own, the test step.
+func BenchmarkClientPredictRemote2(b *testing.B) {
+	var w *world
+	move := make([]byte, 0, 8)
+	sample := func(f uint32, in *InputBuffer) {
+		move = w.ids.move.Encode(move[:0], Move{int32(f % 5), 1})
+		if err := in.Add(w.ids.move.ID(), w.ents[2], move); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w, c := newClientWorld(b, LogConfig{}, 1, sample, true, ClientConfig{})
+	if err := c.InstallSnapshot(0); err != nil {
+		b.Fatal(err)
+	}
+	held0, held2 := moveIn(w, 0, 0, 1, 0), moveIn(w, 2, 0, 0, -1)
+	recs := make([]Record, 0, 64)
+	present := uint32(0)
+	tick := func() {
+		present++
+		if present > 4 {
+			f := present - 4
+			v, err := w.log.Frame(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[:0]
+			for i := range v.Len() {
+				recs = append(recs, v.Record(i))
+			}
+			if f == 1 { // the first frame: the peers' held inputs, where the server's sort puts them
+				recs = append([]Record{{Sender: 0, Type: held0.Type, Entity: held0.Entity, Payload: held0.Payload}}, recs...)
+				recs = append(recs[:2], append([]Record{{Sender: 2, Type: held2.Type, Entity: held2.Entity, Payload: held2.Payload}}, recs[2:]...)...)
+			}
+			if err := c.Confirm(f, recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := c.Tick(present); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 3 * w.log.FrameCapacity() {
+		tick()
+	}
+	before := c.Stats()
+	b.ReportAllocs()
+	for b.Loop() {
+		tick()
+	}
+	st := c.Stats()
+	if st.Rewinds != before.Rewinds || st.PredictionHits-before.PredictionHits != uint64(b.N) || st.RemoteInputsPredicted-before.RemoteInputsPredicted != 2*uint64(b.N) {
+		b.Fatalf("%d ticks: %d rewinds, %d hits, %d remote inputs predicted", b.N, st.Rewinds-before.Rewinds, st.PredictionHits-before.PredictionHits, st.RemoteInputsPredicted-before.RemoteInputsPredicted)
 	}
 }

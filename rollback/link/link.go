@@ -153,8 +153,8 @@ func (c LinkConfig) Validate() error {
 		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", rollback.ErrInvalidConfig, c.SlicesPerFlush, MaxSlicesPerFlush)
 	case c.MaxPendingRecords < 0 || c.MaxPendingRecords > MaxMaxPendingRecords:
 		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
-	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxMaxFutureFrames:
-		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxMaxFutureFrames)
+	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxChecksumEvery:
+		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxChecksumEvery)
 	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
 		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", rollback.ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
 	}
@@ -185,7 +185,7 @@ func (c LinkConfig) WithDefaults() LinkConfig {
 // ServerLinkStats are a ServerLink's counters.
 type ServerLinkStats struct {
 	// InputMessages counts input messages received; InputsAccepted and
-	// InputsRefused how Server.SubmitInput took their inputs (the server's
+	// InputsRefused how Server.Submit took their inputs (the server's
 	// own counters give the refusal reasons). RefusalsSent counts the
 	// refusals reported back to the client (one message each),
 	// RefusalsDropped those that did not fit maxRefusalBytes while the
@@ -222,7 +222,7 @@ type ServerLinkStats struct {
 // ServerLink is the server's side of one client's action stream — the
 // action-stream Peer glue on the server. It is the client channel's
 // transport.Handler: input messages from the client go to
-// Server.SubmitInput, the channel's record verdicts to the Replicator.
+// Server.Submit, the channel's record verdicts to the Replicator.
 // Each tick, after Server.Tick, Flush packs the frames owed to the client
 // (through Server.FinalThrough: only final frames are replicated, so a
 // frame never changes after it was sent) into action slices and sends them
@@ -364,7 +364,7 @@ func (l *ServerLink[S]) OnMessage(m transport.Message) {
 	for ; n > 0; n-- {
 		r, k, _ := wire.ParseActionRecord(recs) // validated by parseInputs
 		recs = recs[k:]
-		if err := l.srv.SubmitInput(frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
+		if err := l.srv.Submit(frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
 			l.st.InputsRefused++
 			l.refuse(frame, err, r)
 		} else {
@@ -391,7 +391,7 @@ func (l *ServerLink[S]) refuse(frame uint32, err error, r wire.ActionRecord) {
 	l.refEnds = append(l.refEnds, int32(len(l.refs)))
 }
 
-// refusalReason maps a Server.SubmitInput error to its drop reason; ok is
+// refusalReason maps a Server.Submit error to its drop reason; ok is
 // false for an error that is not a refusal of the input (ErrInStep).
 func refusalReason(err error) (rollback.DropReason, bool) {
 	switch {
