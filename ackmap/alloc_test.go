@@ -114,7 +114,7 @@ func TestNoAllocs(t *testing.T) {
 	if tr.PendingCount() != 0 {
 		t.Fatalf("pending %d after the cases", tr.PendingCount())
 	}
-	if st := tr.Stats(); st.SpuriousLosses == 0 || st.LostBy[CauseReorderTime] == 0 || st.LostBy[CauseEvicted] == 0 || st.Skipped == 0 {
+	if st := tr.Stats(); st.SpuriousLosses == 0 || st.LostBy(CauseReorderTime) == 0 || st.LostBy(CauseEvicted) == 0 || st.Skipped == 0 {
 		t.Fatalf("a case missed its path: %+v", st)
 	}
 }

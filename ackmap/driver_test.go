@@ -272,7 +272,7 @@ func TestDriverVerdictsExactlyOnce(t *testing.T) {
 		if st.Lost == 0 || st.Acked == 0 {
 			t.Fatalf("degenerate run: %+v", st)
 		}
-		if cfg.ReorderThreshold == AckWindow && st.LostBy[CauseReorder] != 0 {
+		if cfg.ReorderThreshold == AckWindow && st.LostBy(CauseReorder) != 0 {
 			t.Fatalf("reorder losses with the threshold off: %+v", st)
 		}
 	}
@@ -291,7 +291,7 @@ func TestDriverWrapExact(t *testing.T) {
 	if a.nextID < 200000 {
 		t.Fatalf("a sent only %d", a.nextID)
 	}
-	if st := a.tr.Stats(); st.LostBy[CauseTimeout] != 0 {
+	if st := a.tr.Stats(); st.LostBy(CauseTimeout) != 0 {
 		t.Fatalf("spurious time-outs on a steady path: %+v", st)
 	}
 }
@@ -378,7 +378,7 @@ func TestDriverJitterIsNotLoss(t *testing.T) {
 				}
 				st := e.tr.Stats()
 				t.Logf("%s: %d verdicts after 1 s, %d spurious (%.2f%%), %d truly lost (arrived too old); tracker saw %d spurious %v; thresholds then: packet %d, time %.3f (%v)",
-					"ab"[i:i+1], verdicts, spurious, 100*float64(spurious)/float64(verdicts), tooOld, st.SpuriousLosses, st.SpuriousBy,
+					"ab"[i:i+1], verdicts, spurious, 100*float64(spurious)/float64(verdicts), tooOld, st.SpuriousLosses, st.spuriousBy,
 					adapted[i].ReorderThreshold, adapted[i].TimeThreshold, adapted[i].LossDelay)
 				if float64(spurious) >= 0.02*float64(verdicts) {
 					t.Errorf("%s: %d of %d verdicts after the first second are spurious losses (≥ 2 %%); reproduce: %s",
@@ -464,9 +464,9 @@ func TestDriverLossDetectedPromptly(t *testing.T) {
 			slices.Sort(ratios)
 			st := a.tr.Stats()
 			t.Logf("%d real losses by %v: declared after p50 %.2f, p99 %.2f, max %.2f RTT; %d of %d time-outs spurious (tracker saw %v)",
-				len(ratios), st.LostBy, ratios[len(ratios)/2], ratios[len(ratios)*99/100], ratios[len(ratios)-1],
-				spuriousTimeouts, st.LostBy[CauseTimeout], st.SpuriousBy)
-			if st.SpuriousBy[CauseReorder]+st.SpuriousBy[CauseReorderTime]+st.SpuriousBy[CauseWindow] != 0 ||
+				len(ratios), st.lostBy, ratios[len(ratios)/2], ratios[len(ratios)*99/100], ratios[len(ratios)-1],
+				spuriousTimeouts, st.LostBy(CauseTimeout), st.spuriousBy)
+			if st.SpuriousBy(CauseReorder)+st.SpuriousBy(CauseReorderTime)+st.SpuriousBy(CauseWindow) != 0 ||
 				st.ReorderThreshold != DefaultReorderThreshold || st.TimeThreshold != 9.0/8 {
 				t.Fatalf("a path that does not reorder moved the thresholds: %+v", st)
 			}
@@ -543,9 +543,9 @@ func TestDriverAckOnlyFlushesKeepData(t *testing.T) {
 				step(i, false, true)
 			}
 			st := a.tr.Stats()
-			t.Logf("a: %d data, %d ack-only, acked %d, lost %v; span up to %d of %d", a.nextID, a.skips, st.Acked, st.LostBy, maxSpan, a.tr.SpanLimit())
+			t.Logf("a: %d data, %d ack-only, acked %d, lost %v; span up to %d of %d", a.nextID, a.skips, st.Acked, st.lostBy, maxSpan, a.tr.SpanLimit())
 			if st.Lost != 0 || a.tr.PendingCount() != 0 || int64(st.Acked) != a.nextID {
-				t.Fatalf("lossless path: %d of %d data datagrams acked, %d lost %v, %d pending", st.Acked, a.nextID, st.Lost, st.LostBy, a.tr.PendingCount())
+				t.Fatalf("lossless path: %d of %d data datagrams acked, %d lost %v, %d pending", st.Acked, a.nextID, st.Lost, st.lostBy, a.tr.PendingCount())
 			}
 			if maxSpan <= a.tr.Config().MaxInFlight {
 				t.Fatalf("span reached only %d: the skipped seqs never outnumbered MaxInFlight, the test exercises nothing", maxSpan)

@@ -589,9 +589,9 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 		}
 		st := tr.Stats()
 		if st.ReorderThreshold != ref.pkt || st.TimeThreshold != float64(ref.eighths)/8 || st.LossDelay != ref.lossDelay() ||
-			st.SpuriousLosses != ref.spurious || st.SpuriousBy != ref.spuriousBy {
+			st.SpuriousLosses != ref.spurious || st.spuriousBy != ref.spuriousBy {
 			t.Fatalf("op %d at %v: thresholds %d / %v / %v, spurious %d %v; reference %d / %v / %v, spurious %d %v", op, now,
-				st.ReorderThreshold, st.TimeThreshold, st.LossDelay, st.SpuriousLosses, st.SpuriousBy,
+				st.ReorderThreshold, st.TimeThreshold, st.LossDelay, st.SpuriousLosses, st.spuriousBy,
 				ref.pkt, float64(ref.eighths)/8, ref.lossDelay(), ref.spurious, ref.spuriousBy)
 		}
 		raised = raised || st.ReorderThreshold > prevStats.ReorderThreshold
@@ -640,7 +640,7 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 			st.SpuriousLosses, raised, timeRaised, decayed)
 	}
 	t.Logf("sent %d, skipped %d: acked %d, lost %v (by cause), spurious %d %v, evicted %d by pending / %d by span, records %d confirmed / %d abandoned, %d forged headers refused",
-		st.Sent, st.Skipped, st.Acked, st.LostBy, st.SpuriousLosses, st.SpuriousBy, ref.evictByPend, ref.evictBySpan,
+		st.Sent, st.Skipped, st.Acked, st.lostBy, st.SpuriousLosses, st.spuriousBy, ref.evictByPend, ref.evictBySpan,
 		st.RecordsConfirmed, st.RecordsAbandoned, st.AcksUnsent)
 }
 

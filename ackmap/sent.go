@@ -1,6 +1,7 @@
 package ackmap
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -128,7 +129,7 @@ type SendStats struct {
 	Sent             uint64            // seqs sent
 	Acked            uint64            // seqs acked
 	Lost             uint64            // seqs declared lost, all causes
-	LostBy           [numCauses]uint64 // seqs declared lost, indexed by Cause
+	lostBy           [numCauses]uint64 // by Cause: LostBy
 	RecordsConfirmed uint64
 	RecordsAbandoned uint64
 	Skipped          uint64  // seqs handed out by Skip (no verdict expected)
@@ -142,7 +143,7 @@ type SendStats struct {
 	// delayed past 64 further losses goes uncounted. SpuriousBy splits it
 	// by the Cause of the loss verdict.
 	SpuriousLosses uint64
-	SpuriousBy     [numCauses]uint64
+	spuriousBy     [numCauses]uint64
 	// ReorderThreshold is the effective packet threshold now, in
 	// [Config.ReorderThreshold, 34]: 33 means the packet threshold is off
 	// (window age-out only), 34 that the window age-out is off too (every
@@ -155,6 +156,44 @@ type SendStats struct {
 	// LossDelay is that time threshold now, at least 1 ms (the initial RTO
 	// stands in for the RTT before the first sample).
 	LossDelay time.Duration
+}
+
+// LostBy counts the seqs declared lost with cause c.
+func (s SendStats) LostBy(c Cause) uint64 {
+	if c >= numCauses {
+		return 0
+	}
+	return s.lostBy[c]
+}
+
+// SpuriousBy counts the spurious losses (SpuriousLosses) whose loss
+// verdict had cause c.
+func (s SendStats) SpuriousBy(c Cause) uint64 {
+	if c >= numCauses {
+		return 0
+	}
+	return s.spuriousBy[c]
+}
+
+// MarshalJSON encodes the stats as an object: every exported field, and
+// LostBy and SpuriousBy as objects keyed by the cause's name (non-zero
+// counts only). Cost: allocates; for monitoring.
+func (s SendStats) MarshalJSON() ([]byte, error) {
+	type fields SendStats // the exported fields, without this method
+	byCause := func(v *[numCauses]uint64) map[string]uint64 {
+		m := map[string]uint64{}
+		for c, n := range v {
+			if n != 0 {
+				m[Cause(c).String()] = n
+			}
+		}
+		return m
+	}
+	return json.Marshal(struct {
+		fields
+		LostBy     map[string]uint64
+		SpuriousBy map[string]uint64
+	}{fields(s), byCause(&s.lostBy), byCause(&s.spuriousBy)})
 }
 
 // sentSeq is what the ring holds per unresolved seq.
@@ -646,7 +685,7 @@ func (t *SendTracker) findSpurious(now time.Duration, ack wire.Seq, bits uint32)
 // that samples from seqs acked in time never show.
 func (t *SendTracker) spurious(now time.Duration, e *lostSeq) {
 	t.stats.SpuriousLosses++
-	t.stats.SpuriousBy[e.cause]++
+	t.stats.spuriousBy[e.cause]++
 	if e.rules&rulePacket != 0 {
 		t.pktThresh = max(t.pktThresh, min(AckWindow, max(t.pktThresh+1, int(e.back)+1)))
 	}
@@ -761,7 +800,7 @@ func (t *SendTracker) resolveSlot(dst []Event, seq wire.Seq, slot *sentSeq, acke
 	} else {
 		ev.Kind = SeqLost
 		t.stats.Lost++
-		t.stats.LostBy[cause]++
+		t.stats.lostBy[cause]++
 		t.stats.LossRate += (1 - t.stats.LossRate) / 64
 	}
 	if s.record == 0 {

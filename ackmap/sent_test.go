@@ -1,8 +1,10 @@
 package ackmap
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,7 +118,7 @@ func TestAckBitsAndReorderThreshold(t *testing.T) {
 		t.Fatalf("pending = %d", tr.PendingCount())
 	}
 	st := tr.Stats()
-	if st.SpuriousLosses != 1 || st.SpuriousBy[CauseReorder] != 1 || st.ReorderThreshold != 4 || st.TimeThreshold != 9.0/8 {
+	if st.SpuriousLosses != 1 || st.SpuriousBy(CauseReorder) != 1 || st.ReorderThreshold != 4 || st.TimeThreshold != 9.0/8 {
 		t.Fatalf("after a spurious reorder loss: %+v", st)
 	}
 	// The same header again counts nothing twice.
@@ -152,7 +154,7 @@ func TestWindowAgeOut(t *testing.T) {
 			t.Fatalf("ack 39: %q", kinds(evs))
 		}
 	}
-	if got := tr.Stats().LostBy[CauseWindow]; got != 7 {
+	if got := tr.Stats().LostBy(CauseWindow); got != 7 {
 		t.Fatalf("window losses = %d", got)
 	}
 }
@@ -528,7 +530,7 @@ func TestAdaptiveThresholdsRaiseAndDecay(t *testing.T) {
 	c, _ := tr.Send(nil, 100*ms, NoRecord)
 	tr.OnAck(nil, 120*ms, c, bitsFor(c, a, b))
 	st := tr.Stats()
-	if st.SpuriousLosses != 1 || st.SpuriousBy[CauseReorderTime] != 1 || st.ReorderThreshold != 3 {
+	if st.SpuriousLosses != 1 || st.SpuriousBy(CauseReorderTime) != 1 || st.ReorderThreshold != 3 {
 		t.Fatalf("spurious: %+v", st)
 	}
 	// Under the estimate that declared it (80 ms), a's 115 ms round trip
@@ -554,5 +556,25 @@ func TestAdaptiveThresholdsRaiseAndDecay(t *testing.T) {
 	}
 	if st := tr.Stats(); st.TimeThreshold != 9.0/8 || st.ReorderThreshold != 3 {
 		t.Fatalf("not back to base: %+v", st)
+	}
+}
+
+// LostBy and SpuriousBy are accessors, and JSON names the causes.
+func TestSendStatsByCause(t *testing.T) {
+	var s SendStats
+	s.lostBy[CauseTimeout] = 4
+	s.spuriousBy[CauseReorder] = 1
+	s.Lost = 4
+	if s.LostBy(CauseTimeout) != 4 || s.SpuriousBy(CauseReorder) != 1 || s.LostBy(Cause(99)) != 0 {
+		t.Fatalf("accessors: %d %d %d", s.LostBy(CauseTimeout), s.SpuriousBy(CauseReorder), s.LostBy(Cause(99)))
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Lost":4`, `"LostBy":{"` + CauseTimeout.String() + `":4}`, `"SpuriousBy":{"` + CauseReorder.String() + `":1}`} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("json %s lacks %s", b, want)
+		}
 	}
 }

@@ -1270,7 +1270,7 @@ func (s *confSim) classifyFlow(sd *confSide) {
 func lossCauses(st ackmap.SendStats) string {
 	out := ""
 	for c := ackmap.CauseReorder; c <= ackmap.CauseTimeout; c++ {
-		if n := st.LostBy[c]; n > 0 {
+		if n := st.LostBy(c); n > 0 {
 			if out != "" {
 				out += " "
 			}

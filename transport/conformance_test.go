@@ -321,9 +321,7 @@ func runConfScenario(sc *confScenario) confResult {
 		if ch := sd.channel(); ch != nil {
 			st := ch.Stats()
 			res.spurious += st.Ack.SpuriousLosses
-			for _, n := range st.Ack.LostBy {
-				res.verdicts += n
-			}
+			res.verdicts += st.Ack.Lost
 			line += fmt.Sprintf("; stats: datagrams %d/%d resent %d redundant %d stalls %d frags refused %d overflow %d outside %d lost by %v, assembler expired %d evicted %d stale %d",
 				st.DatagramsSent, st.DatagramsReceived, st.ReliableResent, st.RedundantCopies, st.Stalls,
 				st.FragmentsRefused, st.ReliableOverflow, st.ReliableOutside, lossCauses(st.Ack),

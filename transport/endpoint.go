@@ -617,23 +617,23 @@ func (e *Endpoint) handle(now time.Duration, addr netip.AddrPort, b []byte) {
 	e.stats.DatagramsIn++
 	e.stats.BytesIn += uint64(len(b))
 	if len(b) == 0 {
-		e.stats.Malformed[MalformedEmpty]++
+		e.stats.malformed[MalformedEmpty]++
 		return
 	}
 	if len(b) > MaxMTU {
-		e.stats.Malformed[MalformedOversize]++
+		e.stats.malformed[MalformedOversize]++
 		return
 	}
 	kind := wire.PacketKind(b[0])
 	if !kind.Valid() {
-		e.stats.Malformed[MalformedKind]++
+		e.stats.malformed[MalformedKind]++
 		return
 	}
 	// Clients send requests and responses; servers send the rest. A kind
 	// meant for the other role is unexpected here.
 	toServer := kind == wire.KindConnectRequest || kind == wire.KindConnectResponse
 	if kind != wire.KindSession && toServer != (e.role == roleServer) {
-		e.stats.Malformed[MalformedUnexpected]++
+		e.stats.malformed[MalformedUnexpected]++
 		return
 	}
 	switch kind {
@@ -662,7 +662,7 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 		return
 	}
 	if len(b) < wire.SessionHeaderLen {
-		e.stats.Malformed[MalformedSessionHeader]++
+		e.stats.malformed[MalformedSessionHeader]++
 		return
 	}
 	if subtle.ConstantTimeCompare(b[1:wire.SessionHeaderLen], p.secret[:]) != 1 {
@@ -685,7 +685,7 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 		p.pollUsed++
 	}
 	if err := p.ch.Receive(now, b[wire.SessionHeaderLen:]); err != nil {
-		e.stats.Malformed[MalformedChannel]++
+		e.stats.malformed[MalformedChannel]++
 	}
 	if p.ch.AckDue() && p.state == PeerConnected {
 		// The peer outruns our Flush rate: ack now, before its early
@@ -827,9 +827,9 @@ func (e *Endpoint) end(p *Peer, reason wire.DisconnectReason) {
 		e.endReason = reason
 	}
 	if int(reason) < disconnectReasons {
-		e.stats.Disconnects[reason]++
+		e.stats.disconnects[reason]++
 	} else {
-		e.stats.Disconnects[0]++
+		e.stats.disconnects[0]++
 	}
 	e.logPeer(slog.LevelInfo, "transport: peer disconnected", p, slog.String("reason", reason.String()))
 	e.h.OnDisconnect(p, reason)
@@ -914,10 +914,10 @@ func (e *Endpoint) randUint64() (uint64, error) {
 func (e *Endpoint) malformed(err error) {
 	switch {
 	case errors.Is(err, wire.ErrShort):
-		e.stats.Malformed[MalformedShort]++
+		e.stats.malformed[MalformedShort]++
 	case errors.Is(err, wire.ErrTooLarge):
-		e.stats.Malformed[MalformedLimit]++
+		e.stats.malformed[MalformedLimit]++
 	default:
-		e.stats.Malformed[MalformedEncoding]++
+		e.stats.malformed[MalformedEncoding]++
 	}
 }

@@ -268,8 +268,8 @@ func TestIncompatibleClientRefusesAccept(t *testing.T) {
 			if held > 60*time.Millisecond+2*epTick {
 				t.Fatalf("server held the refused session for %v", held)
 			}
-			if s := srv.ep.Stats(); s.Disconnects[wire.DisconnectIncompatible] != 1 || s.Peers != 0 || s.Suspended != 0 {
-				t.Fatalf("server stats: disconnects %v, peers %d, suspended %d", s.Disconnects, s.Peers, s.Suspended)
+			if s := srv.ep.Stats(); s.Disconnects(wire.DisconnectIncompatible) != 1 || s.Peers != 0 || s.Suspended != 0 {
+				t.Fatalf("server stats: disconnects %d, peers %d, suspended %d", s.DisconnectsTotal(), s.Peers, s.Suspended)
 			}
 			// The session is gone for good: nothing left to time out.
 			n.run(60 * 12)

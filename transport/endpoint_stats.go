@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"expvar"
 	"fmt"
 	"net/netip"
@@ -84,21 +85,19 @@ type EndpointStats struct {
 	Ticks                  uint64 // Flush calls
 
 	// Server handshake.
-	ConnectRequests  uint64 // well-formed requests within the rate limits
-	ConnectResponses uint64 // well-formed responses within the rate limits
-	Challenges       uint64
-	Accepts          uint64 // new sessions and resumes
-	AcceptResends    uint64 // Accept sent again for a duplicate ConnectResponse
-	// Rejects counts Rejects sent (server) or received (client) by
-	// reason (indexed by wire.RejectReason; unnamed reasons under 0).
-	Rejects           [rejectReasons]uint64
-	RateLimited       uint64 // handshake datagrams over their source's bucket
-	RateLimitedGlobal uint64 // handshake datagrams over the global budget
-	BadCookie         uint64 // cookie with a wrong tag or unknown bucket
-	ExpiredCookie     uint64 // cookie from a bucket older than the two accepted
-	ForeignVersion    uint64 // handshake from another protocol version
-	ReplySuppressed   uint64 // replies to unproven addresses withheld as too large (always 0)
-	RandomFailures    uint64 // handshakes dropped because Rand failed
+	ConnectRequests   uint64 // well-formed requests within the rate limits
+	ConnectResponses  uint64 // well-formed responses within the rate limits
+	Challenges        uint64
+	Accepts           uint64                // new sessions and resumes
+	AcceptResends     uint64                // Accept sent again for a duplicate ConnectResponse
+	rejects           [rejectReasons]uint64 // by wire.RejectReason: Rejects
+	RateLimited       uint64                // handshake datagrams over their source's bucket
+	RateLimitedGlobal uint64                // handshake datagrams over the global budget
+	BadCookie         uint64                // cookie with a wrong tag or unknown bucket
+	ExpiredCookie     uint64                // cookie from a bucket older than the two accepted
+	ForeignVersion    uint64                // handshake from another protocol version
+	ReplySuppressed   uint64                // replies to unproven addresses withheld as too large (always 0)
+	RandomFailures    uint64                // handshakes dropped because Rand failed
 
 	// Client handshake.
 	HandshakeSends uint64 // ConnectRequest and ConnectResponse datagrams sent
@@ -123,22 +122,90 @@ type EndpointStats struct {
 	WrongSecret    uint64 // session at the address, wrong secret
 	PeerOverBudget uint64 // authenticated, past the peer's PeerDatagramsPerPoll in one Poll
 
-	// Malformed counts datagrams dropped as malformed, by reason.
-	Malformed [malformedReasons]uint64
+	malformed [malformedReasons]uint64 // by MalformedReason: Malformed
 
 	// Sessions.
-	Connects   uint64
-	Suspends   uint64
-	Resumes    uint64
-	Timeouts   uint64 // idle time-outs (suspended or ended)
-	Stalled    uint64 // sessions ended because a reliable stream stalled (Config.StallTimeout)
-	Expired    uint64 // suspended sessions freed at the end of their grace
-	Superseded uint64
-	// Disconnects counts ended sessions by reason (indexed by
-	// wire.DisconnectReason; unnamed reasons under 0).
-	Disconnects [disconnectReasons]uint64
-	Peers       int // live sessions (connected or closing)
-	Suspended   int // suspended sessions held for resumption
+	Connects    uint64
+	Suspends    uint64
+	Resumes     uint64
+	Timeouts    uint64 // idle time-outs (suspended or ended)
+	Stalled     uint64 // sessions ended because a reliable stream stalled (Config.StallTimeout)
+	Expired     uint64 // suspended sessions freed at the end of their grace
+	Superseded  uint64
+	disconnects [disconnectReasons]uint64 // by wire.DisconnectReason: Disconnects
+	Peers       int                       // live sessions (connected or closing)
+	Suspended   int                       // suspended sessions held for resumption
+}
+
+// Rejects counts the Rejects sent (server) or received (client) with
+// reason r; reasons this build does not name count under 0.
+func (s EndpointStats) Rejects(r wire.RejectReason) uint64 {
+	if int(r) >= rejectReasons {
+		return 0
+	}
+	return s.rejects[r]
+}
+
+// RejectsTotal counts every Reject sent (server) or received (client).
+func (s EndpointStats) RejectsTotal() uint64 { return sum(s.rejects[:]) }
+
+// Malformed counts the datagrams dropped as malformed for reason r.
+func (s EndpointStats) Malformed(r MalformedReason) uint64 {
+	if int(r) >= malformedReasons {
+		return 0
+	}
+	return s.malformed[r]
+}
+
+// MalformedTotal counts every datagram dropped as malformed.
+func (s EndpointStats) MalformedTotal() uint64 { return sum(s.malformed[:]) }
+
+// Disconnects counts the sessions that ended with reason r; reasons this
+// build does not name count under 0.
+func (s EndpointStats) Disconnects(r wire.DisconnectReason) uint64 {
+	if int(r) >= disconnectReasons {
+		return 0
+	}
+	return s.disconnects[r]
+}
+
+// DisconnectsTotal counts every session that ended.
+func (s EndpointStats) DisconnectsTotal() uint64 { return sum(s.disconnects[:]) }
+
+func sum(v []uint64) (n uint64) {
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+// MarshalJSON encodes the stats as an object: every counter field, and
+// the per-reason counters as objects keyed by the reason's name (only
+// reasons with a non-zero count), as an expvar published with
+// Endpoint.Publish shows them. Cost: allocates; for monitoring, not the
+// datagram path.
+func (s EndpointStats) MarshalJSON() ([]byte, error) {
+	type fields EndpointStats // the exported fields, without this method
+	byName := func(n int, count func(i int) uint64, name func(i int) string) map[string]uint64 {
+		m := map[string]uint64{}
+		for i := range n {
+			if c := count(i); c != 0 {
+				m[name(i)] = c
+			}
+		}
+		return m
+	}
+	return json.Marshal(struct {
+		fields
+		Rejects     map[string]uint64
+		Malformed   map[string]uint64
+		Disconnects map[string]uint64
+	}{
+		fields(s),
+		byName(rejectReasons, func(i int) uint64 { return s.rejects[i] }, func(i int) string { return wire.RejectReason(i).String() }),
+		byName(malformedReasons, func(i int) uint64 { return s.malformed[i] }, func(i int) string { return MalformedReason(i).String() }),
+		byName(disconnectReasons, func(i int) uint64 { return s.disconnects[i] }, func(i int) string { return wire.DisconnectReason(i).String() }),
+	})
 }
 
 // PeerSnapshot is one peer in a published stats snapshot.

@@ -161,8 +161,8 @@ func TestServerFull(t *testing.T) {
 	if srv.ep.StateSize() != 2 {
 		t.Fatalf("state %d after a refused admission", srv.ep.StateSize())
 	}
-	if s := srv.ep.Stats(); s.Rejects[wire.RejectServerFull] != 2 {
-		t.Fatalf("server-full rejects %d", s.Rejects[wire.RejectServerFull])
+	if s := srv.ep.Stats(); s.Rejects(wire.RejectServerFull) != 2 {
+		t.Fatalf("server-full rejects %d", s.Rejects(wire.RejectServerFull))
 	}
 }
 
@@ -191,7 +191,7 @@ func TestIdleTimeoutSilentClient(t *testing.T) {
 	if cl.rec.discs[0] != wire.DisconnectTimeout || cl.ep.Remote().State() != PeerClosed {
 		t.Fatalf("client: %v, state %v", cl.rec.discs, cl.ep.Remote().State())
 	}
-	if srv.ep.StateSize() != 0 || srv.ep.Stats().Timeouts != 1 || srv.ep.Stats().Disconnects[wire.DisconnectTimeout] != 1 {
+	if srv.ep.StateSize() != 0 || srv.ep.Stats().Timeouts != 1 || srv.ep.Stats().Disconnects(wire.DisconnectTimeout) != 1 {
 		t.Fatalf("server after reaping: state %d, %+v", srv.ep.StateSize(), srv.ep.Stats())
 	}
 }
@@ -463,8 +463,8 @@ func TestResumeUnknownToken(t *testing.T) {
 	if len(cl.rec.discs) != 1 {
 		t.Fatalf("client disconnects %v", cl.rec.discs)
 	}
-	if srv.ep.Stats().Rejects[wire.RejectUnknownToken] != 2 {
-		t.Fatalf("unknown-token rejects %d", srv.ep.Stats().Rejects[wire.RejectUnknownToken])
+	if srv.ep.Stats().Rejects(wire.RejectUnknownToken) != 2 {
+		t.Fatalf("unknown-token rejects %d", srv.ep.Stats().Rejects(wire.RejectUnknownToken))
 	}
 	fresh := n.client("10.0.0.4:5000", srv, EndpointConfig{})
 	n.runUntil(120, "fresh connect", isConnected(fresh))
@@ -559,7 +559,7 @@ func TestEndToEndThreeClients(t *testing.T) {
 		t.Fatalf("server: corrupt %d, unreliable %d of %d", srv.rec.corrupt, srv.rec.unreliable, unreliableSent)
 	}
 	s := srv.ep.Stats()
-	if s.UnknownSource+s.WrongSecret+s.Malformed[MalformedChannel] != 0 || len(srv.rec.discs) != 0 {
+	if s.UnknownSource+s.WrongSecret+s.Malformed(MalformedChannel) != 0 || len(srv.rec.discs) != 0 {
 		t.Fatalf("server drops: %+v", s)
 	}
 	t.Logf("reliable up %v down %v; unreliable delivered server %d/%d; server datagrams in %d out %d",
@@ -794,7 +794,53 @@ func TestStopAccepting(t *testing.T) {
 		t.Fatalf("after the stop: server received %d reliable messages (%d before), resumes %d, connects %d, disconnects %v",
 			len(r.srv.rec.reliable), before, len(r.srv.rec.resumes), len(r.srv.rec.connects), r.srv.rec.discs)
 	}
-	if got := r.srv.ep.Stats().Rejects[wire.RejectShuttingDown]; got != 2 {
+	if got := r.srv.ep.Stats().Rejects(wire.RejectShuttingDown); got != 2 {
 		t.Fatalf("RejectShuttingDown counted %d times, want 2", got)
+	}
+}
+
+// The per-reason counters are read through accessors (a new reason does
+// not change a type) and reach JSON — an expvar — keyed by the reason's
+// name, beside every plain counter.
+func TestStatsReasonsByName(t *testing.T) {
+	var s EndpointStats
+	s.rejects[wire.RejectServerFull] = 3
+	s.malformed[MalformedKind] = 2
+	s.disconnects[wire.DisconnectTimeout] = 1
+	s.Connects = 7
+	if s.Rejects(wire.RejectServerFull) != 3 || s.RejectsTotal() != 3 || s.Malformed(MalformedKind) != 2 ||
+		s.MalformedTotal() != 2 || s.Disconnects(wire.DisconnectTimeout) != 1 || s.DisconnectsTotal() != 1 {
+		t.Fatalf("accessors: %d %d %d %d %d %d", s.Rejects(wire.RejectServerFull), s.RejectsTotal(),
+			s.Malformed(MalformedKind), s.MalformedTotal(), s.Disconnects(wire.DisconnectTimeout), s.DisconnectsTotal())
+	}
+	if s.Rejects(wire.RejectReason(200)) != 0 || s.Malformed(MalformedReason(200)) != 0 || s.Disconnects(wire.DisconnectReason(200)) != 0 {
+		t.Fatal("a reason this build does not name must count 0, not panic")
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]float64{
+		"Rejects":     {wire.RejectServerFull.String(): 3},
+		"Malformed":   {MalformedKind.String(): 2},
+		"Disconnects": {wire.DisconnectTimeout.String(): 1},
+	}
+	for k, w := range want {
+		m, _ := got[k].(map[string]any)
+		if len(m) != len(w) {
+			t.Fatalf("%s: %v, want %v (json %s)", k, got[k], w, b)
+		}
+		for name, n := range w {
+			if m[name] != n {
+				t.Fatalf("%s[%q] = %v, want %v (json %s)", k, name, m[name], n, b)
+			}
+		}
+	}
+	if got["Connects"] != 7.0 {
+		t.Fatalf("plain counters lost: %s", b)
 	}
 }

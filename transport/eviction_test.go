@@ -54,8 +54,8 @@ func TestSpanEvictionReachesItsMessages(t *testing.T) {
 	}
 	flush()
 	st := ch.Stats()
-	if st.Ack.LostBy[ackmap.CauseEvicted] == 0 {
-		t.Fatalf("no eviction: the scenario did not fill the span (lost by %v, redundant %d)", st.Ack.LostBy, st.RedundantCopies)
+	if st.Ack.LostBy(ackmap.CauseEvicted) == 0 {
+		t.Fatalf("no eviction: the scenario did not fill the span (lost by %v, redundant %d)", lossCauses(st.Ack), st.RedundantCopies)
 	}
 	// The span stays full until the datagrams behind the evicted one time
 	// out (RTO); from then on the large message must go out again.
@@ -70,7 +70,7 @@ func TestSpanEvictionReachesItsMessages(t *testing.T) {
 	if resent == 0 {
 		st := ch.Stats()
 		t.Fatalf("the evicted datagram's 1000 B message was never sent again in 3 s: resent %d, lost by %v, redundant copies %d, held %d",
-			st.ReliableResent, st.Ack.LostBy, st.RedundantCopies, st.ReliableHeld)
+			st.ReliableResent, lossCauses(st.Ack), st.RedundantCopies, st.ReliableHeld)
 	}
 }
 

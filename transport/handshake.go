@@ -271,7 +271,7 @@ func (e *Endpoint) allow(now time.Duration, addr netip.AddrPort) bool {
 // reject sends a Reject (10 bytes) for a request of reqLen bytes.
 func (e *Endpoint) reject(addr netip.AddrPort, reqLen int, nonce uint64, reason wire.RejectReason) {
 	if e.replyUnproven(addr, reqLen, wire.AppendReject(e.buffer(), wire.Reject{Nonce: nonce, Reason: reason})) {
-		e.stats.Rejects[rejectIndex(reason)]++
+		e.stats.rejects[rejectIndex(reason)]++
 	}
 }
 
@@ -461,7 +461,7 @@ func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 		return
 	}
 	if err := l.check(); err != nil {
-		e.stats.Malformed[MalformedLimit]++
+		e.stats.malformed[MalformedLimit]++
 		e.refuseAccept(&a, wire.DisconnectProtocolError)
 		e.err = fmt.Errorf("%w: Accept from %v announces limits no valid config has (%v): %w", ErrProtocol, e.server, l, err)
 		e.logDialErr(e.err)
@@ -581,7 +581,7 @@ func (e *Endpoint) onReject(now time.Duration, addr netip.AddrPort, b []byte) {
 		e.stats.StrayReplies++
 		return
 	}
-	e.stats.Rejects[rejectIndex(r.Reason)]++
+	e.stats.rejects[rejectIndex(r.Reason)]++
 	switch r.Reason {
 	case wire.RejectBadCookie:
 		sent, start := d.sent, d.start

@@ -214,7 +214,7 @@ func TestPeerIDsOnTheWire(t *testing.T) {
 	if err != nil || rj.Reason != wire.RejectInvalidPeerID {
 		t.Fatalf("no id: %+v %v", rj, err)
 	}
-	if srv2.ep.StateSize() != 1 || srv2.ep.Stats().Rejects[wire.RejectInvalidPeerID] != 1 {
+	if srv2.ep.StateSize() != 1 || srv2.ep.Stats().Rejects(wire.RejectInvalidPeerID) != 1 {
 		t.Fatalf("state %d", srv2.ep.StateSize())
 	}
 }
@@ -250,7 +250,7 @@ func TestClientRefusesProvenancePeerID(t *testing.T) {
 		if !errors.Is(cl.ep.Err(), ErrHandshakeTimeout) || cl.ep.StateSize() != 0 || len(cl.rec.connects) != 0 || cl.ep.Remote() != nil {
 			t.Fatalf("id %d: err %v, state %d", id, cl.ep.Err(), cl.ep.StateSize())
 		}
-		if cl.ep.Stats().Malformed[MalformedEncoding] == 0 {
+		if cl.ep.Stats().Malformed(MalformedEncoding) == 0 {
 			t.Fatalf("id %d: refusal not counted", id)
 		}
 	}
@@ -331,7 +331,7 @@ func TestSpoofedFloodNoState(t *testing.T) {
 		t.Fatalf("challenges %d, requests %d, responses %d, rate-limited %d; sent %d", s.Challenges,
 			s.ConnectRequests, s.ConnectResponses, s.RateLimited, total)
 	}
-	if s.BadCookie+s.ExpiredCookie != s.ConnectResponses || s.Rejects[wire.RejectBadCookie] != s.ConnectResponses {
+	if s.BadCookie+s.ExpiredCookie != s.ConnectResponses || s.Rejects(wire.RejectBadCookie) != s.ConnectResponses {
 		t.Fatalf("forged cookies: bad %d expired %d of %d", s.BadCookie, s.ExpiredCookie, s.ConnectResponses)
 	}
 	totalIn, totalOut := 0, 0
@@ -382,7 +382,7 @@ func TestNoAmplification(t *testing.T) {
 	v2r := rawResponse(2, wire.Cookie{})[:15]
 	v2r[5] = 9
 	check(v2r, wire.KindReject)
-	if srv.ep.Stats().ForeignVersion != 2 || srv.ep.Stats().Rejects[wire.RejectVersionMismatch] != 2 {
+	if srv.ep.Stats().ForeignVersion != 2 || srv.ep.Stats().Rejects(wire.RejectVersionMismatch) != 2 {
 		t.Fatalf("%+v", srv.ep.Stats())
 	}
 	// Server full: the cheap early Reject is smaller too.

@@ -98,7 +98,7 @@ func checkReliable(t *testing.T, r *cadencedRig, s uint8, sent [][]byte) {
 	st := r.a.ch.Stats()
 	if len(gotMsgs) != len(sent) {
 		t.Fatalf("stream %d: delivered %d of %d; sender holds %d, pending %d, resent %d, lost %v",
-			s, len(gotMsgs), len(sent), st.ReliableHeld, st.Pending, st.ReliableResent, st.Ack.LostBy)
+			s, len(gotMsgs), len(sent), st.ReliableHeld, st.Pending, st.ReliableResent, lossCauses(st.Ack))
 	}
 	if s != 0 {
 		for i, g := range gotMsgs {
@@ -117,7 +117,7 @@ func checkReliable(t *testing.T, r *cadencedRig, s uint8, sent [][]byte) {
 	st = r.a.ch.Stats()
 	if st.ReliableHeld != 0 || st.Pending > keepAlives {
 		t.Fatalf("stream %d: all delivered but the sender still holds %d messages, %d datagrams pending (lost %v, resent %d)",
-			s, st.ReliableHeld, st.Pending, st.Ack.LostBy, st.ReliableResent)
+			s, st.ReliableHeld, st.Pending, lossCauses(st.Ack), st.ReliableResent)
 	}
 }
 
@@ -136,7 +136,7 @@ func sendAll(t *testing.T, r *cadencedRig, s uint8, msgs [][]byte, limit time.Du
 		if r.now-stuckSince > limit {
 			st := r.a.ch.Stats()
 			t.Fatalf("stream %d full for %v after %d of %d messages: held %d, pending %d, lost %v",
-				s, limit, i, len(msgs), st.ReliableHeld, st.Pending, st.Ack.LostBy)
+				s, limit, i, len(msgs), st.ReliableHeld, st.Pending, lossCauses(st.Ack))
 		}
 		r.runFor(time.Millisecond)
 	}
@@ -237,8 +237,8 @@ func TestRedundancyRespectsInFlightWindow(t *testing.T) {
 			sendAll(t, r, 2, msgs, time.Second)
 			r.runFor(10 * c.oneWay)
 			checkReliable(t, r, 2, msgs)
-			if st := r.a.ch.Stats(); st.Ack.LostBy[3] != 0 { // ackmap.CauseEvicted
-				t.Fatalf("lossless link: %d datagrams evicted from the in-flight window", st.Ack.LostBy[3])
+			if st := r.a.ch.Stats(); st.Ack.LostBy(3) != 0 { // ackmap.CauseEvicted
+				t.Fatalf("lossless link: %d datagrams evicted from the in-flight window", st.Ack.LostBy(3))
 			}
 		})
 	}

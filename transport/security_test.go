@@ -57,8 +57,8 @@ func TestSessionDatagramChecks(t *testing.T) {
 		t.Fatalf("forged datagrams reached the channel: %d → %d received", before.DatagramsReceived, after.DatagramsReceived)
 	}
 	s := srv.ep.Stats()
-	if s.UnknownSource != 10 || s.WrongSecret != 10 || s.Malformed[MalformedSessionHeader] != 1 {
-		t.Fatalf("unknown source %d, wrong secret %d, short %d", s.UnknownSource, s.WrongSecret, s.Malformed[MalformedSessionHeader])
+	if s.UnknownSource != 10 || s.WrongSecret != 10 || s.Malformed(MalformedSessionHeader) != 1 {
+		t.Fatalf("unknown source %d, wrong secret %d, short %d", s.UnknownSource, s.WrongSecret, s.Malformed(MalformedSessionHeader))
 	}
 
 	// The genuine article passes: the client speaks again.
@@ -87,12 +87,7 @@ func TestSessionDatagramChecks(t *testing.T) {
 func drops(s EndpointStats) uint64 {
 	d := s.UnknownSource + s.WrongSecret + s.StrayReplies + s.RateLimited + s.RateLimitedGlobal +
 		s.BadCookie + s.ExpiredCookie + s.ForeignVersion
-	for r, v := range s.Malformed {
-		if MalformedReason(r) != MalformedChannel {
-			d += v
-		}
-	}
-	return d
+	return d + s.MalformedTotal() - s.Malformed(MalformedChannel)
 }
 
 // S-E8: random bytes behind every packet kind byte (and behind invalid
@@ -143,7 +138,7 @@ func TestRandomDatagramsCounted(t *testing.T) {
 			end := target.ep.Stats()
 			var mal [malformedReasons]uint64
 			for r := range mal {
-				mal[r] = end.Malformed[r] - start.Malformed[r]
+				mal[r] = end.Malformed(MalformedReason(r)) - start.Malformed(MalformedReason(r))
 			}
 			t.Logf("kind %#02x at %-22s malformed %v, unknown source %d, stray %d", kind, target.name, mal,
 				end.UnknownSource-start.UnknownSource, end.StrayReplies-start.StrayReplies)
@@ -173,7 +168,7 @@ func TestRandomDatagramsCounted(t *testing.T) {
 	if after.DatagramsReceived-before.DatagramsReceived != k {
 		t.Fatalf("%d of %d reached the channel", after.DatagramsReceived-before.DatagramsReceived, k)
 	}
-	refused := afterEp.Malformed[MalformedChannel] - beforeEp.Malformed[MalformedChannel]
+	refused := afterEp.Malformed(MalformedChannel) - beforeEp.Malformed(MalformedChannel)
 	if refused == 0 || refused != after.Malformed-before.Malformed {
 		t.Fatalf("channel malformed: endpoint %d, channel %d", refused, after.Malformed-before.Malformed)
 	}

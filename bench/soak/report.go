@@ -75,7 +75,7 @@ func (p PhaseResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    sender %s at the end: holds %d reliable messages (%d B), %d datagrams pending; %d datagrams sent, %d re-sends, %d redundant copies, %d fragments sent, %d stalls\n",
 			f.From[:1], f.Held, f.HeldBytes, f.Pending, ss.DatagramsSent, ss.ReliableResent, ss.RedundantCopies, ss.FragmentsSent, ss.Stalls)
 		fmt.Fprintf(w, "      loss verdicts: %d (reorder %d, window %d, evicted %d, timeout %d); link sent %d, lost %d, duplicated %d\n",
-			ss.Ack.Lost, ss.Ack.LostBy[ackmap.CauseReorder], ss.Ack.LostBy[ackmap.CauseWindow], ss.Ack.LostBy[ackmap.CauseEvicted], ss.Ack.LostBy[ackmap.CauseTimeout],
+			ss.Ack.Lost, ss.Ack.LostBy(ackmap.CauseReorder), ss.Ack.LostBy(ackmap.CauseWindow), ss.Ack.LostBy(ackmap.CauseEvicted), ss.Ack.LostBy(ackmap.CauseTimeout),
 			f.Link.Sent, f.Link.Dropped(), f.Link.Duplicated)
 		fmt.Fprintf(w, "    receiver %s drops: malformed %d, duplicate datagrams %d, too old %d, bad stream %d, reliable duplicates %d, outside window %d, overflow %d, fragments refused %d; buffered %d behind gaps\n",
 			f.To[:1], rs.Malformed, rs.Duplicates, rs.TooOld, rs.BadStream, rs.ReliableDuplicates, rs.ReliableOutside, rs.ReliableOverflow, rs.FragmentsRefused, rs.ReliableBuffered)
