@@ -1,7 +1,6 @@
 package link
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -205,36 +204,19 @@ func (h *ClientLinks[S]) OnRecord(_ *transport.Peer, tag uint64, confirmed bool)
 	}
 }
 
-// Tick runs the client for local time now (the client's own clock, the
-// now given to the Endpoint.Poll just before): once the link is built,
-// the client ready (its join snapshot, or the baseline the server
-// announced, installed) and the server's clock known, it runs Client.Tick
-// to ClientLink.Frame(now) when that frame is new — at the prediction
-// limit (rollback.ErrPredictionLimit) the client waits for confirmations,
-// which is not an error — and then Flush. ticked reports that the client
-// simulated a new frame. Call it once per loop turn, between
-// Endpoint.Poll and Endpoint.Flush; it allocates nothing in steady state.
-// Errors: newLink's (Err), Client.Tick's and Flush's.
+// Tick runs the client for local time now (ClientLink.Tick on the
+// server's channel) while the session is connected; ticked reports that
+// the client simulated a new frame. Call it once per loop turn, after
+// Endpoint.Poll(now) and before Endpoint.Flush(now). Errors: newLink's
+// (Err) and ClientLink.Tick's.
 func (h *ClientLinks[S]) Tick(now time.Duration) (ticked bool, err error) {
 	if h.err != nil {
 		return false, h.err
 	}
-	l := h.link
-	if l == nil {
+	if h.link == nil || h.peer == nil || h.peer.State() != transport.PeerConnected {
 		return false, nil
 	}
-	f, ok := l.Frame(now)
-	if ok && f > l.c.Present() {
-		before := l.c.Present()
-		if err := l.c.Tick(f); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
-			return false, err
-		}
-		ticked = l.c.Present() > before
-	}
-	if ticked || !l.c.Ready() {
-		return ticked, h.Flush()
-	}
-	return false, nil
+	return h.link.Tick(now, h.peer.Channel())
 }
 
 // Flush runs the link for this tick (ClientLink.Flush on the server's

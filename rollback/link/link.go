@@ -1103,6 +1103,35 @@ func (l *ClientLink[S]) ServerFrame() (uint32, bool) {
 	return f, true
 }
 
+// Tick runs the client for local time now — the client's own monotonic
+// clock, the now its channel was given when the messages just delivered
+// arrived — and flushes the link: Client.Tick to Frame(now) when that
+// frame is beyond Client.Present (at the prediction limit,
+// rollback.ErrPredictionLimit, the client waits for confirmations, which
+// is not an error), then Flush(ch) — when a frame was due (simulated, or
+// held back by the prediction limit: Flush applies the frames the
+// receiver held), or while the client is not ready yet (a resync request
+// may be due). ticked reports
+// that the client simulated a new frame. This is the whole client side of
+// a tick; call it once per loop turn, after the channel received and
+// before it flushes. It allocates nothing in steady state. Errors:
+// Client.Tick's, Flush's.
+func (l *ClientLink[S]) Tick(now time.Duration, ch StreamChannel) (ticked bool, err error) {
+	f, ok := l.Frame(now)
+	due := ok && f > l.c.Present()
+	if due {
+		before := l.c.Present()
+		if err := l.c.Tick(f); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
+			return false, err
+		}
+		ticked = l.c.Present() > before
+	}
+	if due || !l.c.Ready() {
+		return ticked, l.Flush(ch)
+	}
+	return false, nil
+}
+
 // RequestResync asks the server for a state burst: the next Flush sends
 // the request (at most one per install; SetSnapshots must be set) and the
 // server answers with a snapshot of its newest final frame, which the
