@@ -51,7 +51,7 @@ import (
 //     configure), encoded exactly as ClientLink encodes them (the links'
 //     input message, docs/ROLLBACK.md "Links"); the server's loop takes
 //     what the sessions' reader goroutines received and hands it to
-//     Server.SubmitInput every TickInterval, and ticks at the same frame
+//     Server.Submit every TickInterval, and ticks at the same frame
 //     boundaries. The clients do not predict; they sample and send one
 //     input per frame. The kcp rows carry no action stream back to the
 //     clients, so their WireBytes lack the replication traffic the
@@ -151,7 +151,7 @@ func newActWorld(peers, frameCapacity int) (*actWorld, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if w.log, err = rollback.NewActionLog(rollback.Config{FrameCapacity: frameCapacity}); err != nil {
+	if w.log, err = rollback.NewActionLog(rollback.LogConfig{FrameCapacity: frameCapacity}); err != nil {
 		return nil, err
 	}
 	reg := rollback.NewRegistry[*rollback.Store]()
@@ -500,7 +500,7 @@ func (a *actionsServer) submitActionInputs(msg []byte, peer int) (int, error) {
 	for range count {
 		r, k, _ := wire.ParseActionRecord(recs) // validated above
 		recs = recs[k:]
-		_ = a.srv.SubmitInput(frame, rollback.Sender(peer), rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload)
+		_ = a.srv.Submit(frame, rollback.Sender(peer), rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload)
 	}
 	return peer, nil
 }

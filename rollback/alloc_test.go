@@ -59,7 +59,7 @@ func testNoAllocsHeld(t *testing.T) {
 // rewind of the last four frames and replay them (read, reopen, re-execute,
 // close), as a late input would force.
 func testNoAllocsExecutor(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 0)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 0)
 	var rp replayer
 	dmg := damagePayload(w.ents[3], 1)
 	heal := le32(1)
@@ -129,7 +129,7 @@ func testNoAllocsExecutor(t *testing.T) {
 // server-authored action every fourth tick, the step (derived actions, an
 // event) and a state checksum on every simulated and replayed frame.
 func testNoAllocsServer(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	s, err := NewServer(w.x, testStep(w), ServerConfig{Checksum: w.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
@@ -142,17 +142,17 @@ func testNoAllocsServer(t *testing.T) {
 	n := int32(0)
 	tick := func() {
 		for p := range 4 {
-			if err := s.SubmitInput(f, Sender(p), w.ids.move.ID(), w.ents[2*p], move); err != nil {
+			if err := s.Submit(f, Sender(p), w.ids.move.ID(), w.ents[2*p], move); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if f >= 4 {
 			n++
 			put32(heal, n)
-			if err := s.SubmitInput(f-3, 1, w.ids.heal, w.ents[3], heal); err != nil {
+			if err := s.Submit(f-3, 1, w.ids.heal, w.ents[3], heal); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.SubmitInput(f-2, 0, w.ids.move.ID(), w.ents[0], move); err != nil {
+			if err := s.Submit(f-2, 0, w.ids.move.ID(), w.ents[0], move); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -194,7 +194,7 @@ func testNoAllocsClient(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w = newWorld(t, Config{FrameCapacity: 16}, 64)
+	w = newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	c, err := NewClient(w.x, 0, sample, testStep(w), ClientConfig{Checksum: w.store.Checksum})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import "testing"
 
 // peerWorld is a store of n entities, entity i owned by peer i%peers,
 // with the test registry, a log and an executor.
-func peerWorld(b testing.TB, n, peers int, cfg Config) (*Executor[*Store], *Store, []Entity, actionIDs) {
+func peerWorld(b testing.TB, n, peers int, cfg LogConfig) (*Executor[*Store], *Store, []Entity, actionIDs) {
 	b.Helper()
 	store, err := NewStore(StoreConfig{Components: testComponents, Capacity: n})
 	if err != nil {
@@ -33,7 +33,7 @@ func peerWorld(b testing.TB, n, peers int, cfg Config) (*Executor[*Store], *Stor
 // copy) plus one Tick (sort, execute, begin/close, compact). No step, no
 // rewind: the orchestration's per-input and per-tick overhead.
 func BenchmarkServerTick64Peers(b *testing.B) {
-	x, _, ents, ids := peerWorld(b, 64, 64, Config{})
+	x, _, ents, ids := peerWorld(b, 64, 64, LogConfig{})
 	s, err := NewServer(x, nil, ServerConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -42,7 +42,7 @@ func BenchmarkServerTick64Peers(b *testing.B) {
 	f := uint32(0)
 	tick := func() {
 		for p := range 64 {
-			if err := s.SubmitInput(f, Sender(p), ids.move.ID(), ents[p], move); err != nil {
+			if err := s.Submit(f, Sender(p), ids.move.ID(), ents[p], move); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,7 +70,7 @@ func BenchmarkServerTick64Peers(b *testing.B) {
 // records, replays them (history read, reopen, re-execute, close) with the
 // late input merged, then simulates the new frame of 256 inputs.
 func BenchmarkServerRewindReplay8x256(b *testing.B) {
-	x, _, ents, ids := peerWorld(b, 256, 4, Config{})
+	x, _, ents, ids := peerWorld(b, 256, 4, LogConfig{})
 	s, err := NewServer(x, nil, ServerConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -84,9 +84,9 @@ func BenchmarkServerRewindReplay8x256(b *testing.B) {
 		for i, e := range ents {
 			var err error
 			if i%2 == 0 {
-				err = s.SubmitInput(f, Sender(i%4), ids.move.ID(), e, move)
+				err = s.Submit(f, Sender(i%4), ids.move.ID(), e, move)
 			} else {
-				err = s.SubmitInput(f, Sender(i%4), ids.heal, e, heal)
+				err = s.Submit(f, Sender(i%4), ids.heal, e, heal)
 			}
 			if err != nil {
 				b.Fatal(err)
@@ -95,7 +95,7 @@ func BenchmarkServerRewindReplay8x256(b *testing.B) {
 		if withLate {
 			n++
 			put32(late, n) // a new input each time, never a retransmission
-			if err := s.SubmitInput(f-8, 1, ids.heal, ents[1], late); err != nil {
+			if err := s.Submit(f-8, 1, ids.heal, ents[1], late); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -134,7 +134,7 @@ func BenchmarkClientReconcile4(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	w, c := newClientWorld(b, Config{}, 0, sample, true, ClientConfig{})
+	w, c := newClientWorld(b, LogConfig{}, 0, sample, true, ClientConfig{})
 	if err := c.InstallSnapshot(0); err != nil {
 		b.Fatal(err)
 	}

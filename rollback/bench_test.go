@@ -5,7 +5,7 @@ import (
 )
 
 // benchWorld is a world with 256 entities, 64 per peer 0–3.
-func benchWorld(b *testing.B, cfg Config) (*world, []Entity) {
+func benchWorld(b *testing.B, cfg LogConfig) (*world, []Entity) {
 	b.Helper()
 	w := newWorld(b, cfg, 1024)
 	ents := make([]Entity, 256)
@@ -43,7 +43,7 @@ func BenchmarkExecute(b *testing.B) {
 	}
 	for _, sh := range shapes {
 		b.Run(sh.name, func(b *testing.B) {
-			w, ents := benchWorld(b, Config{})
+			w, ents := benchWorld(b, LogConfig{})
 			f := uint32(0)
 			if err := w.log.BeginFrame(f); err != nil {
 				b.Fatal(err)
@@ -97,7 +97,7 @@ func fill8x256(b *testing.B, w *world, ents []Entity, first uint32) {
 // Plan + commit of a rewind across 8 frames × 256 captured actions (the
 // replay that must follow is done with the timer stopped).
 func BenchmarkRewind8x256(b *testing.B) {
-	w, ents := benchWorld(b, Config{})
+	w, ents := benchWorld(b, LogConfig{})
 	fill8x256(b, w, ents, 0)
 	var rp replayer
 	for b.Loop() {
@@ -121,7 +121,7 @@ func BenchmarkRewind8x256(b *testing.B) {
 // A full rollback as the server does it: rewind 8 frames × 256 actions and
 // replay them (read each frame's records, reopen, re-execute, close).
 func BenchmarkRewindReplay8x256(b *testing.B) {
-	w, ents := benchWorld(b, Config{})
+	w, ents := benchWorld(b, LogConfig{})
 	fill8x256(b, w, ents, 0)
 	var rp replayer
 	// One untimed round grows the replayer's scratch to its working size.
@@ -144,7 +144,7 @@ func BenchmarkRewindReplay8x256(b *testing.B) {
 
 // Begin and close one (empty) frame: the per-tick fixed cost of the log.
 func BenchmarkBeginCloseFrame(b *testing.B) {
-	l, err := NewActionLog(Config{})
+	l, err := NewActionLog(LogConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

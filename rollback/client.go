@@ -7,13 +7,13 @@ import (
 
 // Client defaults.
 const (
-	// DefaultMaxInputsPerFrame is ClientConfig.MaxInputsPerFrame when left
+	// defaultMaxInputsPerFrame is ClientConfig.MaxInputsPerFrame when left
 	// zero.
-	DefaultMaxInputsPerFrame = 64
-	// DefaultMaxInputBytes is ClientConfig.MaxInputBytes when left zero.
-	DefaultMaxInputBytes = 64 << 10
-	// DefaultMaxStagedBytes is ClientConfig.MaxStagedBytes when left zero.
-	DefaultMaxStagedBytes = 1 << 20
+	defaultMaxInputsPerFrame = 64
+	// defaultMaxInputBytes is ClientConfig.MaxInputBytes when left zero.
+	defaultMaxInputBytes = 64 << 10
+	// defaultMaxStagedBytes is ClientConfig.MaxStagedBytes when left zero.
+	defaultMaxStagedBytes = 1 << 20
 )
 
 // ClientConfig configures a Client. It is a plain value: the zero value of
@@ -30,16 +30,16 @@ type ClientConfig struct {
 
 	// MaxInputsPerFrame bounds the inputs the sampler may give for one
 	// frame (InputBuffer.Add returns ErrQueueFull beyond). Default 64;
-	// range 1..MaxMaxRecordsPerFrame.
+	// range 1..1<<20.
 	MaxInputsPerFrame int
 
 	// MaxInputBytes bounds the payload bytes of the unconfirmed input
-	// history. Default 64 KiB; range MinMaxFrameBytes..MaxMaxFrameBytes.
+	// history. Default 64 KiB; range 1 KiB..1 GiB.
 	MaxInputBytes int
 
 	// MaxStagedBytes bounds the payload bytes of confirmed frames received
 	// but not yet applied (Confirm returns ErrPendingFull beyond). Default
-	// 1 MiB; range MinMaxPendingBytes..MaxMaxPendingBytes.
+	// 1 MiB; range 1 KiB..1 GiB.
 	MaxStagedBytes int
 
 	// Checksum, if set, is called after every close of a frame whose
@@ -49,7 +49,7 @@ type ClientConfig struct {
 	// not mutate the state.
 	Checksum func() uint64
 	// ChecksumEvery is the checksum interval in frames. Default 1; range
-	// 1..MaxMaxFutureFrames.
+	// 1..MaxChecksumEvery.
 	ChecksumEvery int
 }
 
@@ -65,16 +65,35 @@ func (c ClientConfig) Validate() error {
 	}
 	for _, err := range []error{
 		check("MaxPredictionFrames", c.MaxPredictionFrames, 1, MaxFrameCapacity),
-		check("MaxInputsPerFrame", c.MaxInputsPerFrame, 1, MaxMaxRecordsPerFrame),
-		check("MaxInputBytes", c.MaxInputBytes, MinMaxFrameBytes, MaxMaxFrameBytes),
-		check("MaxStagedBytes", c.MaxStagedBytes, MinMaxPendingBytes, MaxMaxPendingBytes),
-		check("ChecksumEvery", c.ChecksumEvery, 1, MaxMaxFutureFrames),
+		check("MaxInputsPerFrame", c.MaxInputsPerFrame, 1, maxMaxRecordsPerFrame),
+		check("MaxInputBytes", c.MaxInputBytes, minMaxFrameBytes, maxMaxFrameBytes),
+		check("MaxStagedBytes", c.MaxStagedBytes, minMaxPendingBytes, maxMaxPendingBytes),
+		check("ChecksumEvery", c.ChecksumEvery, 1, MaxChecksumEvery),
 	} {
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WithDefaults returns c with every zero field replaced by its default,
+// except MaxPredictionFrames, whose default depends on the log (NewClient
+// fills it in).
+func (c ClientConfig) WithDefaults() ClientConfig {
+	if c.MaxInputsPerFrame == 0 {
+		c.MaxInputsPerFrame = defaultMaxInputsPerFrame
+	}
+	if c.MaxInputBytes == 0 {
+		c.MaxInputBytes = defaultMaxInputBytes
+	}
+	if c.MaxStagedBytes == 0 {
+		c.MaxStagedBytes = defaultMaxStagedBytes
+	}
+	if c.ChecksumEvery == 0 {
+		c.ChecksumEvery = 1
+	}
+	return c
 }
 
 // Sampler produces the local peer's inputs for frame by calling in.Add. The
@@ -360,8 +379,8 @@ type Client[S State] struct {
 // NewClient builds the client of peer (0–253) over x, which it drives from
 // now on: it begins, reopens and closes the frames of x's log, runs sample
 // (nil for none) on every predicted frame and step (nil for none) in
-// derived mode, and installs its own presentation function
-// (Executor.SetPresented). The client is not ready until InstallSnapshot.
+// derived mode, and installs its own presentation function on x (see
+// Executor.SetReplay). The client is not ready until InstallSnapshot.
 // Errors wrap ErrInvalidConfig.
 func NewClient[S State](x *Executor[S], peer Sender, sample Sampler, step StepFunc, cfg ClientConfig) (*Client[S], error) {
 	if x == nil {
@@ -380,18 +399,7 @@ func NewClient[S State](x *Executor[S], peer Sender, sample Sampler, step StepFu
 	if cfg.MaxPredictionFrames == 0 {
 		cfg.MaxPredictionFrames = capacity
 	}
-	if cfg.MaxInputsPerFrame == 0 {
-		cfg.MaxInputsPerFrame = DefaultMaxInputsPerFrame
-	}
-	if cfg.MaxInputBytes == 0 {
-		cfg.MaxInputBytes = DefaultMaxInputBytes
-	}
-	if cfg.MaxStagedBytes == 0 {
-		cfg.MaxStagedBytes = DefaultMaxStagedBytes
-	}
-	if cfg.ChecksumEvery == 0 {
-		cfg.ChecksumEvery = 1
-	}
+	cfg = cfg.WithDefaults()
 	c := &Client[S]{
 		x: x, log: x.Log(), reg: x.Registry(), peer: peer, cfg: cfg,
 		sample: sample, step: step,
@@ -402,7 +410,7 @@ func NewClient[S State](x *Executor[S], peer Sender, sample Sampler, step StepFu
 	if c.hasCS {
 		c.sums = newChecksumRing(2 * capacity)
 	}
-	x.SetPresented(c.mem.seen)
+	x.setPresented(c.mem.seen)
 	return c, nil
 }
 
@@ -605,7 +613,7 @@ func (c *Client[S]) AppendFrame(dst []Record, f uint32) ([]Record, bool) {
 // snapshot; the server's stream re-sends them); ErrTooFarAhead for a frame
 // more than FrameCapacity beyond the newest confirmed one; ErrTooOld for a
 // correction the ring can no longer apply; ErrMalformed for more than
-// Config.MaxRecordsPerFrame records or a record Registry.Validate refuses;
+// LogConfig.MaxRecordsPerFrame records or a record Registry.Validate refuses;
 // ErrPendingFull beyond MaxStagedBytes; ErrInStep from inside Tick. Cost: a
 // Validate and a copy per record (a comparison per record for a frame
 // already held).

@@ -33,7 +33,7 @@ func copyStore(dst, src *Store) {
 
 // newClientWorld builds a world (same entities as newServerWorld's) driven
 // by a Client of peer.
-func newClientWorld(tb testing.TB, cfg Config, peer Sender, sample Sampler, withStep bool, ccfg ClientConfig) (*world, *Client[*Store]) {
+func newClientWorld(tb testing.TB, cfg LogConfig, peer Sender, sample Sampler, withStep bool, ccfg ClientConfig) (*world, *Client[*Store]) {
 	tb.Helper()
 	w := newWorld(tb, cfg, 64)
 	var step StepFunc
@@ -70,7 +70,7 @@ func TestClientGateBeforeSnapshot(t *testing.T) {
 	sampled := 0
 	inner := moveSampler(&w, 0)
 	sample := func(f uint32, in *InputBuffer) { sampled++; inner(f, in) }
-	w, c := newClientWorld(t, Config{}, 0, sample, true, ClientConfig{})
+	w, c := newClientWorld(t, LogConfig{}, 0, sample, true, ClientConfig{})
 	before := snapshot(w.store)
 	recs := []Record{{Sender: 1, Type: w.ids.heal, Entity: w.ents[3], Payload: le32(5)}}
 
@@ -131,7 +131,7 @@ func TestClientGateBeforeSnapshot(t *testing.T) {
 // unconfirmed inputs (and the step) to the present.
 func TestClientPredictionHitAndMiss(t *testing.T) {
 	var w *world
-	w, c := newClientWorld(t, Config{}, 0, moveSampler(&w, 0), false, ClientConfig{})
+	w, c := newClientWorld(t, LogConfig{}, 0, moveSampler(&w, 0), false, ClientConfig{})
 	var rewinds []RewindEvent
 	var confirmed []uint32
 	c.SetHooks(ClientHooks{
@@ -163,7 +163,7 @@ func TestClientPredictionHitAndMiss(t *testing.T) {
 
 	// Frame 2 as the server saw it: peer 1 healed too, and the own move
 	// never arrived.
-	ref, refS := newServerWorld(t, Config{}, ServerConfig{FirstFrame: 1}, false)
+	ref, refS := newServerWorld(t, LogConfig{}, ServerConfig{FirstFrame: 1}, false)
 	mustSubmit(t, refS, Input{Frame: 1, Sender: 0, Type: w.ids.move.ID(), Entity: w.ents[0], Payload: w.ids.move.Encode(nil, Move{2, -1})})
 	mustTick(t, refS, 1)
 	mustSubmit(t, refS, healIn(ref, 1, 2, 40))
@@ -196,7 +196,7 @@ func TestClientPredictionHitAndMiss(t *testing.T) {
 // without one if they were predicted exactly.
 func TestClientOutOfOrderConfirmations(t *testing.T) {
 	var w *world
-	w, c := newClientWorld(t, Config{}, 0, moveSampler(&w, 0), true, ClientConfig{})
+	w, c := newClientWorld(t, LogConfig{}, 0, moveSampler(&w, 0), true, ClientConfig{})
 	if err := c.InstallSnapshot(0); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestClientOutOfOrderConfirmations(t *testing.T) {
 // duplicate; a correction the ring can no longer apply is refused.
 func TestClientCorrection(t *testing.T) {
 	var w *world
-	w, c := newClientWorld(t, Config{FrameCapacity: 8}, 0, moveSampler(&w, 0), true, ClientConfig{})
+	w, c := newClientWorld(t, LogConfig{FrameCapacity: 8}, 0, moveSampler(&w, 0), true, ClientConfig{})
 	if err := c.InstallSnapshot(0); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestClientPredictionLimit(t *testing.T) {
 	var w *world
 	sampled := map[uint32]int{}
 	inner := moveSampler(&w, 0)
-	w, c := newClientWorld(t, Config{FrameCapacity: 8}, 0, func(f uint32, in *InputBuffer) { sampled[f]++; inner(f, in) }, false, ClientConfig{MaxPredictionFrames: 4})
+	w, c := newClientWorld(t, LogConfig{FrameCapacity: 8}, 0, func(f uint32, in *InputBuffer) { sampled[f]++; inner(f, in) }, false, ClientConfig{MaxPredictionFrames: 4})
 	if err := c.InstallSnapshot(0); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestClientPredictionLimit(t *testing.T) {
 
 // Confirm refuses, without staging anything, what it cannot use.
 func TestClientConfirmValidates(t *testing.T) {
-	w, c := newClientWorld(t, Config{FrameCapacity: 8}, 0, nil, false, ClientConfig{MaxStagedBytes: MinMaxPendingBytes})
+	w, c := newClientWorld(t, LogConfig{FrameCapacity: 8}, 0, nil, false, ClientConfig{MaxStagedBytes: minMaxPendingBytes})
 	if err := c.InstallSnapshot(0); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestClientInputBuffer(t *testing.T) {
 			panic("Frame")
 		}
 	}
-	w, c := newClientWorld(t, Config{}, 0, sample, false, ClientConfig{MaxInputsPerFrame: 2})
+	w, c := newClientWorld(t, LogConfig{}, 0, sample, false, ClientConfig{MaxInputsPerFrame: 2})
 	if err := c.in.Add(w.ids.heal, w.ents[1], le32(1)); !errors.Is(err, ErrNoOpenFrame) {
 		t.Fatalf("Add outside the sampler: %v", err)
 	}
@@ -452,12 +452,12 @@ func TestClientEventsPresentedOnce(t *testing.T) {
 			}
 		}
 	}
-	sw := newWorld(t, Config{FrameCapacity: 32}, 64)
+	sw := newWorld(t, LogConfig{FrameCapacity: 32}, 64)
 	s, err := NewServer(sw.x, alarmStep(sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := newWorld(t, Config{FrameCapacity: 32}, 64)
+	cw := newWorld(t, LogConfig{FrameCapacity: 32}, 64)
 	sample := func(f uint32, in *InputBuffer) {
 		_ = in.Add(cw.ids.move.ID(), cw.ents[0], cw.ids.move.Encode(nil, Move{1, 0}))
 		if f%5 == 0 {
@@ -484,7 +484,7 @@ func TestClientEventsPresentedOnce(t *testing.T) {
 		}
 		if int(tick) < len(toServer) {
 			for _, in := range toServer[tick] {
-				_ = s.Submit(in)
+				_ = submitIn(s, in)
 			}
 		}
 		mustTick(t, s, tick)
@@ -523,12 +523,12 @@ func TestClientEventsPresentedOnce(t *testing.T) {
 // final one: equal states verify, a difference is a desync reported with
 // its frame.
 func TestClientChecksumDesync(t *testing.T) {
-	sw := newWorld(t, Config{FrameCapacity: 16}, 64)
+	sw := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	s, err := NewServer(sw.x, testStep(sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, Checksum: sw.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := newWorld(t, Config{FrameCapacity: 16}, 64)
+	cw := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	c, err := NewClient(cw.x, 0, nil, testStep(cw), ClientConfig{Checksum: cw.store.Checksum, ChecksumEvery: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -612,7 +612,7 @@ func TestClientReconcilesToServer(t *testing.T) {
 		install    = 5
 	)
 	rng := rand.New(rand.NewPCG(2024, 5))
-	sw := newWorld(t, Config{FrameCapacity: 32}, 64)
+	sw := newWorld(t, LogConfig{FrameCapacity: 32}, 64)
 	s, err := NewServer(sw.x, testStep(sw), ServerConfig{FirstFrame: 1, MaxRewindFrames: rewindMax, Checksum: sw.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
@@ -630,7 +630,7 @@ func TestClientReconcilesToServer(t *testing.T) {
 			copyStore(atInstall, sw.store)
 		}
 	}})
-	cw := newWorld(t, Config{FrameCapacity: 32}, 64)
+	cw := newWorld(t, LogConfig{FrameCapacity: 32}, 64)
 	crng := rand.New(rand.NewPCG(99, 1))
 	sample := func(f uint32, in *InputBuffer) {
 		if f > last-10 {
@@ -678,7 +678,7 @@ func TestClientReconcilesToServer(t *testing.T) {
 		}
 		for _, pkt := range toServer[tick] {
 			for _, in := range pkt {
-				_ = s.Submit(in) // retransmissions, some too old
+				_ = submitIn(s, in) // retransmissions, some too old
 			}
 		}
 		mustTick(t, s, tick)
@@ -758,11 +758,11 @@ func TestClientReconcilesToServer(t *testing.T) {
 	if cs.Rewinds == 0 || cs.PredictionHits == 0 || cs.ConfirmedRejected != 0 || notReady == 0 || outOfOrder == 0 || verified < last-install-10 {
 		t.Fatalf("client stats %+v, refused before snapshot %d, out of order %d, verified %d", cs, notReady, outOfOrder, verified)
 	}
-	if ss.Rewinds == 0 || ss.Dropped[DropTooOld] == 0 || ss.Duplicates == 0 {
+	if ss.Rewinds == 0 || ss.Dropped(DropTooOld) == 0 || ss.Duplicates == 0 {
 		t.Fatalf("server stats %+v", ss)
 	}
 	t.Logf("client %+v", cs)
-	t.Logf("server rewinds %d, too old %d, duplicates %d", ss.Rewinds, ss.Dropped[DropTooOld], ss.Duplicates)
+	t.Logf("server rewinds %d, too old %d, duplicates %d", ss.Rewinds, ss.Dropped(DropTooOld), ss.Duplicates)
 }
 
 // A refused own input leaves the prediction wherever it is: still
@@ -774,9 +774,9 @@ func TestClientRefused(t *testing.T) {
 	refused := map[uint32]bool{2: true, 4: true, 5: true}
 	var wa, wb *world
 	full := moveSampler(&wa, 0)
-	wa, a := newClientWorld(t, Config{}, 0, full, true, ClientConfig{Checksum: func() uint64 { return wa.store.Checksum() }})
+	wa, a := newClientWorld(t, LogConfig{}, 0, full, true, ClientConfig{Checksum: func() uint64 { return wa.store.Checksum() }})
 	inner := moveSampler(&wb, 0)
-	wb, b := newClientWorld(t, Config{}, 0, func(f uint32, in *InputBuffer) {
+	wb, b := newClientWorld(t, LogConfig{}, 0, func(f uint32, in *InputBuffer) {
 		if !refused[f] {
 			inner(f, in)
 		}

@@ -25,7 +25,7 @@
 // handle kept past the destruction — in a log record, a capture, game code —
 // is refused with ErrStaleEntity by every access, before and after the slot
 // is reused. A rewind that meets such a capture skips it and counts it
-// (Stats.RestoreFailures, Hooks.OnRestoreFailed): it can never write into
+// (ExecutorStats.RestoreFailures, ExecutorHooks.OnRestoreFailed): it can never write into
 // the slot's new occupant.
 //
 // # Spawning

@@ -1,6 +1,10 @@
 package rollback
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/tickwire/tickwire/wire"
+)
 
 // Entity is a generation-tagged entity handle: the slot index in the low 32
 // bits and the slot's generation in the high 32 bits.
@@ -59,17 +63,19 @@ func (e Entity) String() string {
 // server's, and the transport refuses such ids before a session exists.
 type Sender uint8
 
-// Provenance values. See Sender.
+// Provenance values. See Sender. They are the wire's provenance bytes
+// (wire.MaxPeerID, wire.SenderDerived, wire.SenderLocal), typed: the values
+// are defined once, in package wire, with the record format that carries them.
 const (
-	// MaxPeerID is the largest sender id a remote peer may hold.
-	MaxPeerID Sender = 253
-	// SenderDerived marks records executed while the executor is in derived
-	// mode (the server's simulation step). Derived senders may mutate any
-	// entity.
-	SenderDerived Sender = 254
-	// SenderLocal marks inputs authored locally (the server's own actions).
-	// Local senders may mutate any entity.
-	SenderLocal Sender = 255
+	// MaxPeerID is the largest sender id a remote peer may hold (253).
+	MaxPeerID = Sender(wire.MaxPeerID)
+	// SenderDerived (254) marks records executed while the executor is in
+	// derived mode (the server's simulation step). Derived senders may mutate
+	// any entity.
+	SenderDerived = Sender(wire.SenderDerived)
+	// SenderLocal (255) marks inputs authored locally (the server's own
+	// actions). Local senders may mutate any entity.
+	SenderLocal = Sender(wire.SenderLocal)
 )
 
 // IsPeer reports whether s is a remote peer id (0–253). Only peers are

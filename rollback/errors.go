@@ -62,8 +62,8 @@ var (
 	// destroyed, or its slot has been recycled under a newer generation.
 	ErrStaleEntity = errors.New("rollback: stale or invalid entity handle")
 
-	// ErrFrameFull: the open frame reached Config.MaxRecordsPerFrame or
-	// Config.MaxFrameBytes.
+	// ErrFrameFull: the open frame reached LogConfig.MaxRecordsPerFrame or
+	// LogConfig.MaxFrameBytes.
 	ErrFrameFull = errors.New("rollback: frame is full")
 
 	// ErrApplyFailed: an action type's Apply returned an error. The

@@ -42,7 +42,7 @@ func ExampleServer() {
 			return nil
 		},
 	})
-	log, _ := rollback.NewActionLog(rollback.Config{FrameCapacity: 16})
+	log, _ := rollback.NewActionLog(rollback.LogConfig{FrameCapacity: 16})
 	x, _ := rollback.NewExecutor(reg, log, store)
 
 	// The step: the boss loses 10 hp per frame. It is a derivation of the
@@ -59,14 +59,14 @@ func ExampleServer() {
 
 	for f := uint32(0); f <= 4; f++ {
 		for p := range 2 { // peers 0 and 1 are on time
-			_ = server.SubmitInput(f, rollback.Sender(p), heal, players[p], le(1))
+			_ = server.Submit(f, rollback.Sender(p), heal, players[p], le(1))
 		}
 		_ = server.Tick(f)
 	}
 	fmt.Println("frame 4: boss", get(boss), "peer 2", get(players[2]))
 
 	// Late: peer 2's heal for frame 2.
-	_ = server.SubmitInput(2, 2, heal, players[2], le(5))
+	_ = server.Submit(2, 2, heal, players[2], le(5))
 	_ = server.Tick(5)
 	fmt.Println("frame 5: boss", get(boss), "peer 2", get(players[2]))
 
@@ -77,7 +77,7 @@ func ExampleServer() {
 	}
 
 	// A retransmission of the same input: the log holds it, no rewind.
-	_ = server.SubmitInput(2, 2, heal, players[2], le(5))
+	_ = server.Submit(2, 2, heal, players[2], le(5))
 	_ = server.Tick(6)
 	st := server.Stats()
 	fmt.Println("rewinds:", st.Rewinds, "duplicates:", st.Duplicates, "boss", get(boss))

@@ -32,7 +32,7 @@ func Example() {
 			return nil
 		},
 	})
-	log, _ := rollback.NewActionLog(rollback.Config{}) // 64 frames
+	log, _ := rollback.NewActionLog(rollback.LogConfig{}) // 64 frames
 	x, _ := rollback.NewExecutor(reg, log, store)
 	amount := func(n uint32) []byte { return binary.LittleEndian.AppendUint32(nil, n) }
 	hpOf := func() uint32 { v, _ := store.Component(player, hp); return binary.LittleEndian.Uint32(v) }

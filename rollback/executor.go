@@ -30,23 +30,23 @@ const (
 	// undone. ErrApplyFailed.
 	RejectApplyFailed
 
-	// NumRejectReasons is the number of reasons.
-	NumRejectReasons
+	// numRejectReasons is the number of reasons.
+	numRejectReasons
 )
 
-var rejectReasonNames = [NumRejectReasons]string{
+var rejectReasonNames = [numRejectReasons]string{
 	"no-frame", "unknown-type", "malformed", "not-owner", "stale-entity", "frame-full", "apply-failed",
 }
 
 // String returns a short name such as "not-owner".
 func (r RejectReason) String() string {
-	if r < NumRejectReasons {
+	if r < numRejectReasons {
 		return rejectReasonNames[r]
 	}
 	return "unknown"
 }
 
-// Rejection describes one refused action, as passed to Hooks.OnReject.
+// Rejection describes one refused action, as passed to ExecutorHooks.OnReject.
 type Rejection struct {
 	// Frame is the open frame, or 0 when Reason is RejectNoFrame.
 	Frame uint32
@@ -64,7 +64,7 @@ type Rejection struct {
 	Reason RejectReason
 }
 
-// AgedOut describes a refused rewind plan, as passed to Hooks.OnAgedOut.
+// AgedOut describes a refused rewind plan, as passed to ExecutorHooks.OnAgedOut.
 type AgedOut struct {
 	// From is the first frame the plan was asked to undo.
 	From uint32
@@ -75,7 +75,7 @@ type AgedOut struct {
 }
 
 // RestoreFailure describes one capture a rewind (or the undo of a failed
-// Apply) could not put back, as passed to Hooks.OnRestoreFailed.
+// Apply) could not put back, as passed to ExecutorHooks.OnRestoreFailed.
 type RestoreFailure struct {
 	// Frame is the frame of the record the capture belongs to.
 	Frame uint32
@@ -86,11 +86,11 @@ type RestoreFailure struct {
 	Err error
 }
 
-// Hooks are optional callbacks for events the executor reports. They run
+// ExecutorHooks are optional callbacks for events the executor reports. They run
 // synchronously on the executor's goroutine, must not call the executor's
 // Execute or rewind methods (those return ErrReentrant), and should be
 // cheap: OnReject may run once per input under attack.
-type Hooks struct {
+type ExecutorHooks struct {
 	// OnReject is called for every action Execute refuses (S-F5).
 	OnReject func(Rejection)
 	// OnAgedOut is called when PlanRewind refuses a frame that has left
@@ -101,8 +101,8 @@ type Hooks struct {
 	OnRestoreFailed func(RestoreFailure)
 }
 
-// Stats are the executor's running totals. Read them with Executor.Stats.
-type Stats struct {
+// ExecutorStats are the executor's running totals. Read them with Executor.ExecutorStats.
+type ExecutorStats struct {
 	// Executed counts actions applied and recorded.
 	Executed uint64
 	// Rejected counts actions refused, all senders and reasons (see
@@ -144,7 +144,7 @@ type Stats struct {
 // Owner rule: a peer (0–253) may only execute actions whose subject entity
 // and touched entities it owns; SenderLocal (255) and SenderDerived (254)
 // may act on anything. Refusals are counted per sender and reason and
-// reported to Hooks.OnReject.
+// reported to ExecutorHooks.OnReject.
 //
 // Derived mode (SetDerived) stamps every executed action SenderDerived,
 // whatever sender the caller passes: the server turns it on around its
@@ -169,15 +169,15 @@ type Executor[S State] struct {
 	busy    bool
 
 	// presented, in replay mode, says whether a pure event was presented
-	// before (see SetPresented).
+	// before (see setPresented).
 	presented func(Action) bool
 
 	targets []Target
 	scratch []byte // encode buffer for Handle.Execute
 
-	hooks    Hooks
-	stats    Stats
-	rejected [256][NumRejectReasons]uint64
+	hooks    ExecutorHooks
+	stats    ExecutorStats
+	rejected [256][numRejectReasons]uint64
 }
 
 // NewExecutor builds an executor that runs the actions of reg against state,
@@ -217,7 +217,7 @@ func (x *Executor[S]) State() S { return x.state }
 func (x *Executor[S]) Registry() *Registry[S] { return x.reg }
 
 // SetHooks replaces the executor's hooks.
-func (x *Executor[S]) SetHooks(h Hooks) { x.hooks = h }
+func (x *Executor[S]) SetHooks(h ExecutorHooks) { x.hooks = h }
 
 // SetDerived turns derived mode on or off. While on, every executed action
 // is recorded with sender SenderDerived, which may act on any entity.
@@ -232,32 +232,32 @@ func (x *Executor[S]) Derived() bool { return x.derived }
 // (a type that declares no pairs, see ActionType.IsEvent) is recorded
 // without calling its Apply — an event changes no state, and its
 // presentation to the game (a sound, a hit marker) happened when it first
-// executed. If a presentation function is installed (SetPresented) and it
-// reports that the event was not presented before, Apply is called after
-// all, with Replay false. Server and Client drive replay mode; other
+// executed. If a presentation function is installed (the Server and the
+// Client install one) and it reports that the event was not presented
+// before, Apply is called after all, with Replay false. Server and Client drive replay mode; other
 // callers rarely need it.
 func (x *Executor[S]) SetReplay(on bool) { x.replay = on }
 
 // Replay reports whether replay mode is on.
 func (x *Executor[S]) Replay() bool { return x.replay }
 
-// SetPresented installs fn, which replay mode consults for every pure
+// setPresented installs fn, which replay mode consults for every pure
 // event it executes: fn(a) reports whether this exact event (a.Sender,
 // a.Type, a.Entity, a.Payload, in frame a.Frame) was presented to the game
-// before. true: the event is recorded without Apply (Stats.EventsSuppressed);
-// false: Apply runs with Action.Replay false, a first presentation. A nil fn
-// (the default) treats every event in replay mode as presented. fn runs on
-// the executor's goroutine inside Execute, must not call the executor, and
-// must not retain a.Payload. Server and Client install their own; set it
-// before building them, or not at all.
-func (x *Executor[S]) SetPresented(fn func(a Action) bool) { x.presented = fn }
+// before. true: the event is recorded without Apply
+// (ExecutorStats.EventsSuppressed); false: Apply runs with Action.Replay
+// false, a first presentation. A nil fn (the default) treats every event in
+// replay mode as presented. fn runs on the executor's goroutine inside
+// Execute, must not call the executor, and must not retain a.Payload. Server
+// and Client install their own.
+func (x *Executor[S]) setPresented(fn func(a Action) bool) { x.presented = fn }
 
 // Stats returns a copy of the running totals.
-func (x *Executor[S]) Stats() Stats { return x.stats }
+func (x *Executor[S]) Stats() ExecutorStats { return x.stats }
 
 // Rejected returns how many actions from sender were refused for reason.
 func (x *Executor[S]) Rejected(sender Sender, reason RejectReason) uint64 {
-	if reason >= NumRejectReasons {
+	if reason >= numRejectReasons {
 		return 0
 	}
 	return x.rejected[sender][reason]
@@ -293,7 +293,7 @@ func (x *Executor[S]) RejectedBy(sender Sender) uint64 {
 //     error is returned.
 //
 // Refusals in steps 1–6 change neither the state nor the log, are counted
-// per sender and reason, go to Hooks.OnReject, and return the bare sentinel
+// per sender and reason, go to ExecutorHooks.OnReject, and return the bare sentinel
 // (no allocation). Cost: the type's functions plus one copy per captured
 // pair and of the payload.
 func (x *Executor[S]) Execute(sender Sender, id ActionTypeID, e Entity, payload []byte) error {

@@ -9,7 +9,7 @@ import (
 // S-F1: executing an action with no open frame returns an error — before the
 // first frame, and after a frame closed — and changes nothing.
 func TestExecuteWithoutOpenFrame(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	e := w.ents[0]
 	before := snapshot(w.store)
 
@@ -45,7 +45,7 @@ func TestExecuteWithoutOpenFrame(t *testing.T) {
 // S-F2: an action declaring component C of entity E records E.C's prior
 // bytes; rewinding to f−1 restores them exactly.
 func TestCaptureAndRewindRestoresPriorBytes(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	e := w.ents[2] // owned by peer 1
 	w.begin(t, 10)
 	w.close(t)
@@ -107,9 +107,9 @@ func TestCaptureAndRewindRestoresPriorBytes(t *testing.T) {
 // S-F4: a rewind to a frame that aged out of the ring is reported (counter
 // + event + error value), not a crash, and changes nothing.
 func TestRewindAgedOut(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 8}, 0)
+	w := newWorld(t, LogConfig{FrameCapacity: 8}, 0)
 	var events []AgedOut
-	w.x.SetHooks(Hooks{OnAgedOut: func(a AgedOut) { events = append(events, a) }})
+	w.x.SetHooks(ExecutorHooks{OnAgedOut: func(a AgedOut) { events = append(events, a) }})
 	for f := uint32(0); f < 20; f++ {
 		w.begin(t, f)
 		if err := w.ids.move.Execute(w.x, 0, w.ents[0], Move{1, 0}); err != nil {
@@ -138,7 +138,7 @@ func TestRewindAgedOut(t *testing.T) {
 		t.Fatalf("Rewind(5): %v", err)
 	}
 	if got := w.x.Stats().AgedOut; got != 4 {
-		t.Fatalf("Stats.AgedOut = %d, want 4", got)
+		t.Fatalf("ExecutorStats.AgedOut = %d, want 4", got)
 	}
 	if len(events) != 4 || events[1] != (AgedOut{From: 3, Oldest: 12, Newest: 19}) {
 		t.Fatalf("events = %+v", events)
@@ -158,11 +158,11 @@ func TestRewindAgedOut(t *testing.T) {
 // S-F5: a forged action from peer A on B's entity is rejected (counter and
 // event for A); B's state is unchanged; A's own honest actions still apply.
 func TestForgedActionRejected(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	const A, B Sender = 0, 1
 	aEnt, bEnt := w.ents[0], w.ents[2]
 	var rejections []Rejection
-	w.x.SetHooks(Hooks{OnReject: func(r Rejection) { rejections = append(rejections, r) }})
+	w.x.SetHooks(ExecutorHooks{OnReject: func(r Rejection) { rejections = append(rejections, r) }})
 
 	bBefore := [3][]byte{w.comp(t, bEnt, cPos), w.comp(t, bEnt, cHP), w.comp(t, bEnt, cAlive)}
 	aPos := w.comp(t, aEnt, cPos)
@@ -217,7 +217,7 @@ func TestForgedActionRejected(t *testing.T) {
 
 // The server (local) and the simulation step (derived) may touch any entity.
 func TestLocalAndDerivedMayTouchAnything(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	bEnt := w.ents[2]
 	w.begin(t, 1)
 	if err := w.x.Execute(SenderLocal, w.ids.damage, w.ents[8], damagePayload(bEnt, 10)); err != nil {
@@ -236,7 +236,7 @@ func TestLocalAndDerivedMayTouchAnything(t *testing.T) {
 
 // Derived mode stamps every record SenderDerived, whatever sender is passed.
 func TestDerivedModeStampsSender(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	w.begin(t, 1)
 	if err := w.ids.move.Execute(w.x, 0, w.ents[0], Move{1, 1}); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestDerivedModeStampsSender(t *testing.T) {
 // S-F6: an action that declares no components is never captured and never
 // rewound.
 func TestEventNeverCapturedOrRewound(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	w.begin(t, 1)
 	w.close(t)
 	w.begin(t, 2)
@@ -300,7 +300,7 @@ func TestEventNeverCapturedOrRewound(t *testing.T) {
 		t.Fatalf("captures = %d, want 1 (the move only)", w.x.Stats().Captures)
 	}
 	restored := 0
-	w.x.SetHooks(Hooks{OnRestoreFailed: func(RestoreFailure) { t.Fatal("restore failure") }})
+	w.x.SetHooks(ExecutorHooks{OnRestoreFailed: func(RestoreFailure) { t.Fatal("restore failure") }})
 	plan, err := w.x.PlanRewind(2)
 	if err != nil {
 		t.Fatal(err)
@@ -324,11 +324,11 @@ func TestEventNeverCapturedOrRewound(t *testing.T) {
 
 // A failing Apply is undone from its captures and leaves no record.
 func TestApplyFailureIsUndone(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	e := w.ents[0]
 	hp := w.comp(t, e, cHP)
 	var rej []Rejection
-	w.x.SetHooks(Hooks{OnReject: func(r Rejection) { rej = append(rej, r) }})
+	w.x.SetHooks(ExecutorHooks{OnReject: func(r Rejection) { rej = append(rej, r) }})
 	w.begin(t, 1)
 	err := w.x.Execute(0, w.ids.fail, e, nil)
 	if !errors.Is(err, ErrApplyFailed) || !errors.Is(err, errTestApply) {
@@ -359,7 +359,7 @@ func TestApplyFailureIsUndone(t *testing.T) {
 // Every refusal leaves the state and the log as they were, and is counted
 // under its reason for its sender.
 func TestRejectionsChangeNothing(t *testing.T) {
-	w := newWorld(t, Config{MaxRecordsPerFrame: 3}, 0)
+	w := newWorld(t, LogConfig{MaxRecordsPerFrame: 3}, 0)
 	w.begin(t, 1)
 	if err := w.x.Execute(0, w.ids.heal, w.ents[0], le32(1)); err != nil {
 		t.Fatal(err)
@@ -409,14 +409,14 @@ func TestRejectionsChangeNothing(t *testing.T) {
 	if w.x.Rejected(0, RejectFrameFull) != 1 {
 		t.Fatal("frame-full not counted")
 	}
-	if RejectNotOwner.String() != "not-owner" || NumRejectReasons.String() != "unknown" {
+	if RejectNotOwner.String() != "not-owner" || numRejectReasons.String() != "unknown" {
 		t.Fatal("RejectReason.String")
 	}
 }
 
 // MaxFrameBytes bounds a frame's arena.
 func TestFrameByteLimit(t *testing.T) {
-	w := newWorld(t, Config{MaxFrameBytes: MinMaxFrameBytes}, 0)
+	w := newWorld(t, LogConfig{MaxFrameBytes: minMaxFrameBytes}, 0)
 	w.begin(t, 1)
 	n := 0
 	for {
@@ -431,7 +431,7 @@ func TestFrameByteLimit(t *testing.T) {
 	}
 	// Each record: 3 captures (8+4+1 bytes + 3 trailers) + 13 payload bytes.
 	per := 8 + 4 + 1 + 3*captureTrailerSize + 13
-	if want := MinMaxFrameBytes / per; n != want {
+	if want := minMaxFrameBytes / per; n != want {
 		t.Fatalf("%d records fit, want %d", n, want)
 	}
 	if v := mustFrame(t, w.log, 1); v.ArenaBytes() != n*per {
@@ -451,7 +451,7 @@ func mustFrame(tb testing.TB, l *ActionLog, f uint32) FrameView {
 // Calling back into the executor from inside an action or a hook is refused.
 func TestReentrantExecuteRefused(t *testing.T) {
 	store, _ := NewStore(StoreConfig{Components: testComponents})
-	log, _ := NewActionLog(Config{})
+	log, _ := NewActionLog(LogConfig{})
 	reg := NewRegistry[*Store]()
 	var x *Executor[*Store]
 	var inner error
@@ -490,7 +490,7 @@ func TestReentrantExecuteRefused(t *testing.T) {
 // and freezes the registry.
 func TestNewExecutorValidates(t *testing.T) {
 	store, _ := NewStore(StoreConfig{Components: testComponents})
-	log, _ := NewActionLog(Config{})
+	log, _ := NewActionLog(LogConfig{})
 	reg := NewRegistry[*Store]()
 	if _, err := reg.Register(ActionType[*Store]{
 		Name: "bad", Writes: []ComponentID{7},
@@ -524,7 +524,7 @@ func TestNewExecutorValidates(t *testing.T) {
 func TestTouchesUnknownComponent(t *testing.T) {
 	store, _ := NewStore(StoreConfig{Components: testComponents})
 	e, _ := store.Create(0)
-	log, _ := NewActionLog(Config{})
+	log, _ := NewActionLog(LogConfig{})
 	reg := NewRegistry[*Store]()
 	id, _ := reg.Register(ActionType[*Store]{
 		Name: "wild", MaxSize: 2,

@@ -177,7 +177,7 @@ type world struct {
 // entityOwners: two entities per peer 0–3, then two the server owns.
 var entityOwners = []Sender{0, 0, 1, 1, 2, 2, 3, 3, SenderLocal, SenderLocal}
 
-func newWorld(tb testing.TB, cfg Config, capacity int) *world {
+func newWorld(tb testing.TB, cfg LogConfig, capacity int) *world {
 	tb.Helper()
 	w := &world{}
 	var err error
@@ -346,4 +346,9 @@ func (r *replayer) replayAll(x *Executor[*Store]) error {
 			return err
 		}
 	}
+}
+
+// submitIn submits one Input value (Server.Submit takes its fields).
+func submitIn[S State](s *Server[S], in Input) error {
+	return s.Submit(in.Frame, in.Sender, in.Type, in.Entity, in.Payload)
 }

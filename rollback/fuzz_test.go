@@ -15,7 +15,7 @@ import (
 func FuzzExecute(f *testing.F) {
 	f.Add(byte(0), uint16(0), uint64(NewEntity(0, 1)), []byte{1, 0, 0, 0, 2, 0, 0, 0}, false)
 	f.Fuzz(func(t *testing.T, sender byte, id uint16, entity uint64, payload []byte, derived bool) {
-		w := newWorld(t, Config{}, 16)
+		w := newWorld(t, LogConfig{}, 16)
 		w.begin(t, 1)
 		w.close(t)
 		w.begin(t, 2)

@@ -118,7 +118,7 @@ func (s *frameSlot) dropLast(captures int, arenaLen int) {
 // An ActionLog is not safe for concurrent use: the log, its executor and
 // the state belong to one goroutine (the session's tick loop).
 type ActionLog struct {
-	cfg   Config
+	cfg   LogConfig
 	slots []frameSlot
 
 	held  bool   // at least one frame begun since creation or Reset
@@ -139,7 +139,7 @@ type ActionLog struct {
 
 // NewActionLog returns an empty log for cfg (zero fields take their
 // defaults). Errors wrap ErrInvalidConfig.
-func NewActionLog(cfg Config) (*ActionLog, error) {
+func NewActionLog(cfg LogConfig) (*ActionLog, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func NewActionLog(cfg Config) (*ActionLog, error) {
 }
 
 // Config returns the log's configuration, defaults filled in.
-func (l *ActionLog) Config() Config { return l.cfg }
+func (l *ActionLog) Config() LogConfig { return l.cfg }
 
 // FrameCapacity returns the number of frames the ring holds.
 func (l *ActionLog) FrameCapacity() int { return len(l.slots) }

@@ -7,17 +7,17 @@ import (
 )
 
 func TestConfigDefaultsAndValidate(t *testing.T) {
-	if err := (Config{}).Validate(); err != nil {
+	if err := (LogConfig{}).Validate(); err != nil {
 		t.Fatalf("zero config: %v", err)
 	}
-	d := Config{}.WithDefaults()
-	if d.FrameCapacity != 64 || d.MaxRecordsPerFrame != DefaultMaxRecordsPerFrame || d.MaxFrameBytes != DefaultMaxFrameBytes {
+	d := LogConfig{}.WithDefaults()
+	if d.FrameCapacity != 64 || d.MaxRecordsPerFrame != defaultMaxRecordsPerFrame || d.MaxFrameBytes != defaultMaxFrameBytes {
 		t.Fatalf("defaults = %+v", d)
 	}
-	bad := []Config{
+	bad := []LogConfig{
 		{FrameCapacity: 1}, {FrameCapacity: -1}, {FrameCapacity: MaxFrameCapacity + 1},
-		{MaxRecordsPerFrame: -1}, {MaxRecordsPerFrame: MaxMaxRecordsPerFrame + 1},
-		{MaxFrameBytes: 10}, {MaxFrameBytes: MaxMaxFrameBytes + 1},
+		{MaxRecordsPerFrame: -1}, {MaxRecordsPerFrame: maxMaxRecordsPerFrame + 1},
+		{MaxFrameBytes: 10}, {MaxFrameBytes: maxMaxFrameBytes + 1},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
@@ -27,14 +27,14 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 			t.Fatalf("NewActionLog(%+v): %v", c, err)
 		}
 	}
-	l, err := NewActionLog(Config{FrameCapacity: 2})
-	if err != nil || l.FrameCapacity() != 2 || l.Config().MaxFrameBytes != DefaultMaxFrameBytes {
+	l, err := NewActionLog(LogConfig{FrameCapacity: 2})
+	if err != nil || l.FrameCapacity() != 2 || l.Config().MaxFrameBytes != defaultMaxFrameBytes {
 		t.Fatalf("%v %+v", err, l.Config())
 	}
 }
 
 func TestLogFrameOrder(t *testing.T) {
-	l, _ := NewActionLog(Config{FrameCapacity: 4})
+	l, _ := NewActionLog(LogConfig{FrameCapacity: 4})
 	if _, ok := l.Newest(); ok {
 		t.Fatal("empty log has a newest frame")
 	}
@@ -98,7 +98,7 @@ func TestLogFrameOrder(t *testing.T) {
 
 // Frame numbers never wrap: the frame after 2^32−1 is refused.
 func TestLogFrameWrap(t *testing.T) {
-	l, _ := NewActionLog(Config{})
+	l, _ := NewActionLog(LogConfig{})
 	for _, f := range []uint32{math.MaxUint32 - 1, math.MaxUint32} {
 		if err := l.BeginFrame(f); err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestLogFrameWrap(t *testing.T) {
 
 // A replay of frames up to 2^32−1 ends cleanly (no cursor wrap).
 func TestReplayAtTopOfRange(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	for _, f := range []uint32{math.MaxUint32 - 1, math.MaxUint32} {
 		w.begin(t, f)
 		if err := w.x.Execute(0, w.ids.heal, w.ents[0], le32(1)); err != nil {
@@ -142,7 +142,7 @@ func TestReplayAtTopOfRange(t *testing.T) {
 
 // Views read records back, and become invalid when their slot is reused.
 func TestFrameViewLifetime(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 2}, 0)
+	w := newWorld(t, LogConfig{FrameCapacity: 2}, 0)
 	w.begin(t, 1)
 	if err := w.x.Execute(2, w.ids.heal, w.ents[4], le32(9)); err != nil {
 		t.Fatal(err)

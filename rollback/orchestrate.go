@@ -52,7 +52,7 @@ type StepFunc func(frame uint32, replay bool)
 
 // frameCopy is a copy of one frame's records, taken before a replay reopens
 // the frame (reopening recycles the frame's arena). Replays execute from it
-// and the executor's presentation function (Executor.SetPresented) matches
+// and the executor's presentation function matches
 // events against it: a frame's records before its replay are exactly what
 // this side has executed — and presented — for it so far. Its buffers are
 // reused, so loading allocates nothing once they have grown.

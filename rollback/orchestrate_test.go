@@ -22,7 +22,7 @@ func TestReplayModeAndPresentation(t *testing.T) {
 		Apply: func(w *Store, a Action) error { notes = append(notes, a.Replay); return nil }})
 	beep, _ := reg.Register(ActionType[*Store]{Name: "beep", MaxSize: 4,
 		Apply: func(w *Store, a Action) error { beeps = append(beeps, a.Replay); return nil }})
-	l, _ := NewActionLog(Config{})
+	l, _ := NewActionLog(LogConfig{})
 	x, err := NewExecutor(reg, l, store)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestReplayModeAndPresentation(t *testing.T) {
 	run(note, 1)
 	run(beep, 1) // no presentation function: presented before
 	var asked []Action
-	x.SetPresented(func(a Action) bool {
+	x.setPresented(func(a Action) bool {
 		asked = append(asked, a)
 		return a.Payload[0] == 2
 	})
@@ -141,14 +141,14 @@ func FuzzServerSubmit(f *testing.F) {
 	f.Add(uint32(12), byte(2), uint16(2), uint64(NewEntity(4, 1)), damagePayload(NewEntity(5, 1), 3))
 	f.Add(uint32(1<<31), byte(254), uint16(9), uint64(0), []byte{})
 	f.Fuzz(func(t *testing.T, frame uint32, sender byte, typ uint16, entity uint64, payload []byte) {
-		w, s := newServerWorld(t, Config{FrameCapacity: 8}, ServerConfig{}, true)
-		ref, rs := newServerWorld(t, Config{FrameCapacity: 8}, ServerConfig{}, true)
+		w, s := newServerWorld(t, LogConfig{FrameCapacity: 8}, ServerConfig{}, true)
+		ref, rs := newServerWorld(t, LogConfig{FrameCapacity: 8}, ServerConfig{}, true)
 		for f := uint32(0); f < 10; f++ {
 			mustTick(t, s, f)
 			mustTick(t, rs, f)
 		}
 		pending := s.Pending()
-		err := s.SubmitInput(frame, Sender(sender), ActionTypeID(typ), Entity(entity), payload)
+		err := s.Submit(frame, Sender(sender), ActionTypeID(typ), Entity(entity), payload)
 		if err != nil && s.Pending() != pending {
 			t.Fatalf("refused input (%v) was queued", err)
 		}
@@ -157,7 +157,7 @@ func FuzzServerSubmit(f *testing.F) {
 				mustSubmit(t, rs, Input{Frame: frame, Sender: Sender(sender), Type: ActionTypeID(typ), Entity: Entity(entity), Payload: payload})
 			} else {
 				// The reference gets it on time: replay the history.
-				ref, rs = newServerWorld(t, Config{FrameCapacity: 8}, ServerConfig{}, true)
+				ref, rs = newServerWorld(t, LogConfig{FrameCapacity: 8}, ServerConfig{}, true)
 				for f := uint32(0); f < 10; f++ {
 					if f == frame {
 						mustSubmit(t, rs, Input{Frame: frame, Sender: Sender(sender), Type: ActionTypeID(typ), Entity: Entity(entity), Payload: payload})
@@ -197,7 +197,7 @@ func FuzzClientConfirm(f *testing.F) {
 			recs = append(recs, r)
 		}
 		var w *world
-		w, c := newClientWorld(t, Config{FrameCapacity: 8}, 0, moveSampler(&w, 0), true, ClientConfig{})
+		w, c := newClientWorld(t, LogConfig{FrameCapacity: 8}, 0, moveSampler(&w, 0), true, ClientConfig{})
 		if err := c.InstallSnapshot(0); err != nil {
 			t.Fatal(err)
 		}

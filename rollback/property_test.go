@@ -68,7 +68,7 @@ func runOracleScenario(t *testing.T, seed uint64, stats *oracleStats) {
 	r := &oracleRun{
 		t:     t,
 		rng:   rng,
-		w:     newWorld(t, Config{FrameCapacity: caps[rng.IntN(len(caps))]}, 16),
+		w:     newWorld(t, LogConfig{FrameCapacity: caps[rng.IntN(len(caps))]}, 16),
 		stats: stats,
 	}
 	r.oreg, _ = newTestRegistry(t, nil)

@@ -9,12 +9,12 @@ import (
 
 // Receiver defaults and ranges.
 const (
-	// DefaultMaxHeldBytes is ReceiverConfig.MaxHeldBytes when left zero.
-	DefaultMaxHeldBytes = 256 << 10
-	// HeldFrameCost and HeldRecordCost are what a held frame and each of
+	// defaultMaxHeldBytes is ReceiverConfig.MaxHeldBytes when left zero.
+	defaultMaxHeldBytes = 256 << 10
+	// heldFrameCost and heldRecordCost are what a held frame and each of
 	// its records count against MaxHeldBytes on top of the payload bytes:
 	// the bookkeeping they take.
-	HeldFrameCost, HeldRecordCost = 16, 24
+	heldFrameCost, heldRecordCost = 16, 24
 )
 
 // ReceiverConfig configures a Receiver. The zero value of every field means
@@ -23,21 +23,29 @@ type ReceiverConfig struct {
 	// MaxHeldBytes bounds the frames held for later — frames that arrive
 	// before the snapshot is installed, after a gap, or while the client
 	// cannot stage more — each counted once however many slices carried
-	// it: HeldFrameCost per frame plus, per record, HeldRecordCost and its
+	// it: 16 bytes per frame plus, per record, 24 bytes and its
 	// payload. While a snapshot is being received the bound is raised to
 	// the snapshot's size (the stream that arrives while it does must be
 	// kept until it is installed; see ClientLink), and falls back once the
 	// frames held are applied. Default 256 KiB (over 2,000 frames of a
-	// light stream); range MinMaxFrameBytes..MaxMaxFrameBytes.
+	// light stream); range 1 KiB..1 GiB.
 	MaxHeldBytes int
 }
 
 // Validate reports whether c is usable. Errors wrap ErrInvalidConfig.
 func (c ReceiverConfig) Validate() error {
-	if c.MaxHeldBytes != 0 && (c.MaxHeldBytes < MinMaxFrameBytes || c.MaxHeldBytes > MaxMaxFrameBytes) {
-		return fmt.Errorf("%w: MaxHeldBytes %d outside %d..%d", ErrInvalidConfig, c.MaxHeldBytes, MinMaxFrameBytes, MaxMaxFrameBytes)
+	if c.MaxHeldBytes != 0 && (c.MaxHeldBytes < minMaxFrameBytes || c.MaxHeldBytes > maxMaxFrameBytes) {
+		return fmt.Errorf("%w: MaxHeldBytes %d outside %d..%d", ErrInvalidConfig, c.MaxHeldBytes, minMaxFrameBytes, maxMaxFrameBytes)
 	}
 	return nil
+}
+
+// WithDefaults returns c with every zero field replaced by its default.
+func (c ReceiverConfig) WithDefaults() ReceiverConfig {
+	if c.MaxHeldBytes == 0 {
+		c.MaxHeldBytes = defaultMaxHeldBytes
+	}
+	return c
 }
 
 // StreamTarget is what a Receiver applies the action stream to. *Client[S]
@@ -73,15 +81,15 @@ const (
 	// the owner rule keeps off its stream.
 	MalformedOwnRecord
 
-	// NumMalformedReasons is the number of reasons.
-	NumMalformedReasons
+	// numMalformedReasons is the number of reasons.
+	numMalformedReasons
 )
 
-var malformedNames = [NumMalformedReasons]string{"wire", "action", "own-record"}
+var malformedNames = [numMalformedReasons]string{"wire", "action", "own-record"}
 
 // String returns a short name such as "own-record".
 func (m MalformedReason) String() string {
-	if m < NumMalformedReasons {
+	if m < numMalformedReasons {
 		return malformedNames[m]
 	}
 	return "unknown"
@@ -92,7 +100,7 @@ type ReceiverStats struct {
 	// Slices counts slices given to Unpack; Malformed those refused, by
 	// reason (nothing of a refused slice is applied).
 	Slices    uint64
-	Malformed [NumMalformedReasons]uint64
+	malformed [numMalformedReasons]uint64
 	// Frames counts frames handed to the target (Confirm succeeded);
 	// Records the stream records in them and OwnInputs the own inputs put
 	// back.
@@ -113,6 +121,13 @@ type ReceiverStats struct {
 	// frame the server counts as delivered may be missing: NeedsResync.
 	Dropped, Refused uint64
 }
+
+// Malformed returns how many slices were refused for reason m (0 for a
+// reason this version does not know).
+func (st ReceiverStats) Malformed(m MalformedReason) uint64 { return countAt(st.malformed[:], int(m)) }
+
+// MalformedTotal returns how many slices were refused, all reasons.
+func (st ReceiverStats) MalformedTotal() uint64 { return sumCounts(st.malformed[:]) }
 
 // heldFrame is one frame held for later: its records are the receiver's
 // hrecs[lo:hi]. A complete frame holds the own inputs too (a frame the
@@ -226,10 +241,7 @@ func NewReceiver(t StreamTarget, reg Validator, cfg ReceiverConfig) (*Receiver, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.MaxHeldBytes == 0 {
-		cfg.MaxHeldBytes = DefaultMaxHeldBytes
-	}
-	return &Receiver{t: t, reg: reg, cfg: cfg}, nil
+	return &Receiver{t: t, reg: reg, cfg: cfg.WithDefaults()}, nil
 }
 
 // Stats returns a copy of the counters.
@@ -336,7 +348,7 @@ func (r *Receiver) Unpack(payload []byte) error {
 func (r *Receiver) load(payload []byte) error {
 	s, n, err := wire.ParseActionSlice(payload)
 	if err != nil || n != len(payload) {
-		r.st.Malformed[MalformedWire]++
+		r.st.malformed[MalformedWire]++
 		return ErrMalformed
 	}
 	own := uint8(r.t.Peer())
@@ -346,11 +358,11 @@ func (r *Receiver) load(payload []byte) error {
 		lo := int32(len(r.all))
 		for rec, ok := it.NextRecord(); ok; rec, ok = it.NextRecord() {
 			if rec.Sender == own {
-				r.st.Malformed[MalformedOwnRecord]++
+				r.st.malformed[MalformedOwnRecord]++
 				return ErrMalformed
 			}
 			if r.reg.Validate(ActionTypeID(rec.Type), rec.Payload) != nil {
-				r.st.Malformed[MalformedAction]++
+				r.st.malformed[MalformedAction]++
 				return ErrMalformed
 			}
 			r.all = append(r.all, Record{Sender: Sender(rec.Sender), Type: ActionTypeID(rec.Type), Entity: Entity(rec.Entity), Payload: rec.Payload})
@@ -478,9 +490,9 @@ func (r *Receiver) popHead() {
 }
 
 func (r *Receiver) frameCost(h heldFrame) int {
-	n := HeldFrameCost
+	n := heldFrameCost
 	for _, hr := range r.hrecs[h.lo:h.hi] {
-		n += HeldRecordCost + int(hr.n)
+		n += heldRecordCost + int(hr.n)
 	}
 	return n
 }
@@ -491,7 +503,7 @@ func (r *Receiver) frameCost(h heldFrame) int {
 func (r *Receiver) tidy() {
 	if r.head == len(r.held) {
 		r.held, r.head, r.hrecs, r.arena = r.held[:0], 0, r.hrecs[:0], r.arena[:0]
-	} else if 2*r.head >= len(r.held) || len(r.arena)+len(r.hrecs)*HeldRecordCost > 2*r.heldBytes+4096 {
+	} else if 2*r.head >= len(r.held) || len(r.arena)+len(r.hrecs)*heldRecordCost > 2*r.heldBytes+4096 {
 		r.compact()
 	}
 	if !r.joining && r.heldBytes <= r.cfg.MaxHeldBytes {
@@ -581,9 +593,9 @@ func (r *Receiver) holdFrame(f uint32, stream []Record, complete bool) holdResul
 	if at < len(r.held) && r.held[at].frame == f {
 		return holdHave
 	}
-	cost := HeldFrameCost
+	cost := heldFrameCost
 	for i := range stream {
-		cost += HeldRecordCost + len(stream[i].Payload)
+		cost += heldRecordCost + len(stream[i].Payload)
 	}
 	for r.heldBytes+cost > r.limit() {
 		last := len(r.held) - 1
@@ -661,7 +673,7 @@ func (r *Receiver) DropRefused(f uint32, typ ActionTypeID, e Entity, payload []b
 	for i := h.lo; i < h.hi; i++ {
 		hr := r.hrecs[i]
 		if hr.sender == peer && hr.typ == typ && hr.e == e && string(r.arena[hr.off:hr.off+hr.n]) == string(payload) {
-			r.heldBytes -= HeldRecordCost + int(hr.n)
+			r.heldBytes -= heldRecordCost + int(hr.n)
 			copy(r.hrecs[i:h.hi], r.hrecs[i+1:h.hi])
 			h.hi--
 			return

@@ -14,7 +14,7 @@ import (
 // with a replicator over it.
 func streamWorld(tb testing.TB, n uint32) (*world, *Replicator) {
 	tb.Helper()
-	w := newWorld(tb, Config{FrameCapacity: 64}, 64)
+	w := newWorld(tb, LogConfig{FrameCapacity: 64}, 64)
 	for f := uint32(1); f <= n; f++ {
 		fillFrame(tb, w, f, func() {
 			for p := 0; p < 4; p++ {
@@ -215,7 +215,7 @@ func TestReceiverRefusesMalformed(t *testing.T) {
 		if err := rv.Unpack(c.b); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if st := rv.Stats(); st.Malformed[c.reason] != 1 || tg.count != 0 || st.HeldNow != 0 {
+		if st := rv.Stats(); st.Malformed(c.reason) != 1 || tg.count != 0 || st.HeldNow != 0 {
 			t.Fatalf("%s: %+v, %d applied", c.name, st, tg.count)
 		}
 	}
@@ -250,17 +250,17 @@ func TestReceiverResumesWhenTargetHasRoom(t *testing.T) {
 func TestReceiverHoldWindowBounded(t *testing.T) {
 	w, r := streamWorld(t, 40)
 	tg := newRecTarget(t, 5)
-	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: minMaxFrameBytes})
 	_ = rv.Reset(0)
 	mustUnpack(t, rv, packRange(t, r, 5, 21, 40))
 	st := rv.Stats()
-	if st.Dropped == 0 || !rv.NeedsResync() || st.HeldBytes > MinMaxFrameBytes || st.HeldNow == 0 {
-		t.Fatalf("20 frames into %d bytes: %+v", MinMaxFrameBytes, st)
+	if st.Dropped == 0 || !rv.NeedsResync() || st.HeldBytes > minMaxFrameBytes || st.HeldNow == 0 {
+		t.Fatalf("20 frames into %d bytes: %+v", minMaxFrameBytes, st)
 	}
 	kept := 20 + uint32(st.HeldNow)             // frames 21..kept are held
 	mustUnpack(t, rv, packRange(t, r, 5, 5, 9)) // nearer: the farthest held frames make room
 	st2 := rv.Stats()
-	if st2.Dropped <= st.Dropped || st2.HeldBytes > MinMaxFrameBytes {
+	if st2.Dropped <= st.Dropped || st2.HeldBytes > minMaxFrameBytes {
 		t.Fatalf("nearer frames did not displace farther ones: %+v", st2)
 	}
 	mustUnpack(t, rv, packRange(t, r, 5, 1, 4))
@@ -287,7 +287,7 @@ func TestReceiverHoldWindowBounded(t *testing.T) {
 // overlapping slices (10 frames each) before the snapshot are 609 frames
 // held, every one applied in order at Reset.
 func TestReceiverHoldsEachFrameOnce(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 1024}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 1024}, 64)
 	for f := uint32(1); f <= 620; f++ {
 		fillFrame(t, w, f, func() {
 			_ = w.ids.move.Execute(w.x, Sender(f%4), w.ents[2*(f%4)], Move{int32(f), 1})
@@ -304,7 +304,7 @@ func TestReceiverHoldsEachFrameOnce(t *testing.T) {
 		mustUnpack(t, rv, packRange(t, r, 5, k, k+9))
 	}
 	st := rv.Stats()
-	want := HeldFrameCost*609 + (HeldRecordCost+8)*609
+	want := heldFrameCost*609 + (heldRecordCost+8)*609
 	if st.HeldNow != 609 || st.Held != 609 || st.HeldBytes != want || st.Dropped != 0 || rv.NeedsResync() {
 		t.Fatalf("held %+v, want 609 frames, %d bytes", st, want)
 	}
@@ -330,19 +330,19 @@ func TestReceiverReserveForSnapshot(t *testing.T) {
 	w, r := streamWorld(t, 60)
 	tg := newRecTarget(t, 5)
 	tg.ready = false
-	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
+	rv := newTestReceiver(t, w, tg, ReceiverConfig{MaxHeldBytes: minMaxFrameBytes})
 	rv.ExpectSnapshot(64 << 10)
 	for k := uint32(1); k <= 51; k += 10 {
 		mustUnpack(t, rv, packRange(t, r, 5, k, k+9))
 	}
-	if st := rv.Stats(); st.Dropped != 0 || st.HeldNow != 60 || st.HeldBytes <= MinMaxFrameBytes {
+	if st := rv.Stats(); st.Dropped != 0 || st.HeldNow != 60 || st.HeldBytes <= minMaxFrameBytes {
 		t.Fatalf("with the reserve: %+v", st)
 	}
 	tg.ready = true
 	if err := rv.Reset(10); err != nil {
 		t.Fatal(err)
 	}
-	if rv.AppliedThrough() != 60 || rv.limit() != MinMaxFrameBytes {
+	if rv.AppliedThrough() != 60 || rv.limit() != minMaxFrameBytes {
 		t.Fatalf("through %d, limit %d after the install", rv.AppliedThrough(), rv.limit())
 	}
 }

@@ -13,8 +13,8 @@ const (
 	// MaxTargets is the most (entity, component) pairs one action may
 	// declare, counting ActionType.Writes and whatever Touches adds.
 	MaxTargets = 64
-	// MaxActionTypes is the most action types one registry holds.
-	MaxActionTypes = math.MaxUint16
+	// maxActionTypes is the most action types one registry holds.
+	maxActionTypes = math.MaxUint16
 )
 
 // ActionTypeID identifies an action type within one Registry: its
@@ -44,7 +44,7 @@ type Action struct {
 	// replay, of a frame this side has executed before, and its effect on
 	// the game has been presented already. Apply of a pure event is then
 	// not called at all unless the event was never presented (see
-	// Executor.SetPresented), in which case Replay is false. Server and
+	// the presentation function Server and Client install), in which case Replay is false. Server and
 	// Client set replay mode; a game reads the flag to tell a first
 	// presentation from a re-simulation.
 	Replay bool
@@ -155,8 +155,8 @@ func (r *Registry[S]) Register(t ActionType[S]) (ActionTypeID, error) {
 	if _, dup := r.byName[t.Name]; dup {
 		return 0, fmt.Errorf("%w: name %q registered twice", ErrInvalidActionType, t.Name)
 	}
-	if len(r.types) >= MaxActionTypes {
-		return 0, fmt.Errorf("%w: registry holds %d types already", ErrInvalidActionType, MaxActionTypes)
+	if len(r.types) >= maxActionTypes {
+		return 0, fmt.Errorf("%w: registry holds %d types already", ErrInvalidActionType, maxActionTypes)
 	}
 	t.Writes = append([]ComponentID(nil), t.Writes...)
 	id := ActionTypeID(len(r.types))

@@ -139,7 +139,7 @@ func TestRegistryFingerprint(t *testing.T) {
 func TestTypedAction(t *testing.T) {
 	store, _ := NewStore(StoreConfig{Components: testComponents})
 	e, _ := store.Create(0)
-	log, _ := NewActionLog(Config{})
+	log, _ := NewActionLog(LogConfig{})
 	r := NewRegistry[*Store]()
 	h, err := RegisterTyped(r, TypedAction[*Store, uint8]{
 		Name: "set-alive", MinSize: 1, MaxSize: 1,

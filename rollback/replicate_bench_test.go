@@ -9,7 +9,7 @@ import (
 // 64 entities (entity i owned by peer i).
 func denseLog(tb testing.TB, frames uint32, perFrame int) (*Executor[*Store], []Entity, actionIDs) {
 	tb.Helper()
-	x, _, ents, ids := peerWorld(tb, 64, 64, Config{})
+	x, _, ents, ids := peerWorld(tb, 64, 64, LogConfig{})
 	for f := uint32(1); f <= frames; f++ {
 		if err := x.Log().BeginFrame(f); err != nil {
 			tb.Fatal(err)
@@ -83,7 +83,7 @@ func BenchmarkUnpack(b *testing.B) {
 			name = "8x32/apply"
 		}
 		b.Run(name, func(b *testing.B) {
-			cx, _, _, _ := peerWorld(b, 64, 64, Config{})
+			cx, _, _, _ := peerWorld(b, 64, 64, LogConfig{})
 			c, err := NewClient(cx, 40, nil, nil, ClientConfig{})
 			if err != nil {
 				b.Fatal(err)
@@ -120,7 +120,7 @@ func BenchmarkUnpack(b *testing.B) {
 // real Client, and a whole tick of both links over back-to-back channels
 // (inputs, slices, checksums, verdicts).
 func testNoAllocsPack(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	r, _ := NewReplicator(w.log, ScopeFunc(func(p Sender, rec Record) bool { return rec.Entity != w.ents[9] }))
 	for p := range Sender(3) {
 		_ = r.AddPeer(p, 0)
@@ -162,7 +162,7 @@ func testNoAllocsPack(t *testing.T) {
 }
 
 func testNoAllocsUnpack(t *testing.T) {
-	sw, srv := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, true)
+	sw, srv := newServerWorld(t, LogConfig{FrameCapacity: 16}, ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, true)
 	repl, _ := NewReplicator(sw.log, nil)
 	_ = repl.AddPeer(0, 0)
 	var cw *world
@@ -171,7 +171,7 @@ func testNoAllocsUnpack(t *testing.T) {
 		move = cw.ids.move.Encode(move[:0], Move{int32(f % 3), 1})
 		_ = in.Add(cw.ids.move.ID(), cw.ents[0], move)
 	}
-	cw = newWorld(t, Config{FrameCapacity: 16}, 64)
+	cw = newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	c, _ := NewClient(cw.x, 0, sample, testStep(cw), ClientConfig{})
 	rv, _ := NewReceiver(c, cw.x.Registry(), ReceiverConfig{})
 	_ = c.InstallSnapshot(0)
@@ -188,11 +188,11 @@ func testNoAllocsUnpack(t *testing.T) {
 		pending = c.PendingInputs(pending[:0])
 		for _, in := range pending {
 			if in.Frame == f+1 {
-				_ = srv.Submit(in)
+				_ = submitIn(srv, in)
 			}
 		}
 		other = sw.ids.move.Encode(other[:0], Move{1, int32(f % 4)})
-		_ = srv.SubmitInput(f, 1, sw.ids.move.ID(), sw.ents[2], other)
+		_ = srv.Submit(f, 1, sw.ids.move.ID(), sw.ents[2], other)
 		if err := srv.Tick(f); err != nil {
 			t.Fatal(err)
 		}

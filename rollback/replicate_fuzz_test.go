@@ -16,11 +16,11 @@ import (
 // applies nothing. Seeds: testdata/fuzz/FuzzUnpack (valid slices around
 // frame 101, a gap, a duplicate, an own record, an unknown type, damage).
 func FuzzUnpack(f *testing.F) {
-	w := newWorld(f, Config{}, 16)
+	w := newWorld(f, LogConfig{}, 16)
 	reg := w.x.Registry()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tg := newRecTarget(t, 5)
-		rv, err := NewReceiver(tg, reg, ReceiverConfig{MaxHeldBytes: MinMaxFrameBytes})
+		rv, err := NewReceiver(tg, reg, ReceiverConfig{MaxHeldBytes: minMaxFrameBytes})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func randomAction(w *world, rng *rand.Rand) {
 // most frames a few, some none, some many.
 func randomLog(tb testing.TB, rng *rand.Rand, capacity int, first, last uint32) *world {
 	tb.Helper()
-	w := newWorld(tb, Config{FrameCapacity: capacity}, 64)
+	w := newWorld(tb, LogConfig{FrameCapacity: capacity}, 64)
 	for f := first; f <= last; f++ {
 		fillFrame(tb, w, f, func() {
 			n := rng.IntN(10)
@@ -260,7 +260,7 @@ func TestPackNextTiles(t *testing.T) {
 // of a gap credits once the gap is confirmed; records from before a Resync
 // credit nothing; the pending count follows the records in flight.
 func TestReplicatorCredit(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	for f := uint32(1); f <= 12; f++ {
 		fillFrame(t, w, f, func() { _ = w.x.Execute(1, w.ids.heal, w.ents[3], le32(int32(f))) })
 	}
@@ -356,7 +356,7 @@ func TestReplicatorCredit(t *testing.T) {
 // Forfeit gives up a frame no budget can carry, counts it and flags the
 // peer; the stream moves on.
 func TestReplicatorForfeit(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	fillFrame(t, w, 1, func() {
 		for i := range 40 {
 			_ = w.x.Execute(1, w.ids.heal, w.ents[3], le32(int32(i)))
@@ -388,7 +388,7 @@ func TestQuietPeerBoundedWork(t *testing.T) {
 	if testing.Short() {
 		ticks = 20_000
 	}
-	w := newWorld(t, Config{FrameCapacity: capacity}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: capacity}, 64)
 	r, _ := NewReplicator(w.log, nil)
 	_ = r.AddPeer(0, 0)
 	heal := le32(1)
@@ -427,7 +427,7 @@ func TestQuietPeerBoundedWork(t *testing.T) {
 // peers', server-authored and derived records (also those touching the
 // peer's own entities) are sent, whatever filter is installed.
 func TestOwnerRuleWhateverFilter(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	fillFrame(t, w, 1, func() {
 		_ = w.x.Execute(0, w.ids.heal, w.ents[1], le32(1))                                // peer 0's input
 		_ = w.x.Execute(0, w.ids.ping, NoEntity, []byte{7})                               // peer 0's event

@@ -40,8 +40,8 @@ type RewindResult struct {
 	// Captures is the number of captures walked (restored + Failed).
 	Captures int
 	// Failed counts captures that could not be restored (see
-	// Stats.RestoreFailures); they are also reported to
-	// Hooks.OnRestoreFailed.
+	// ExecutorStats.RestoreFailures); they are also reported to
+	// ExecutorHooks.OnRestoreFailed.
 	Failed int
 }
 
@@ -59,7 +59,7 @@ type RewindResult struct {
 // Errors: ErrFrameOpen (rewind between frames only), ErrReentrant, and
 // ErrAgedOut when `from` is older than the oldest frame the ring holds — the
 // state that far back can no longer be reconstructed. An aged-out request
-// is counted in Stats.AgedOut and reported to Hooks.OnAgedOut (S-F4);
+// is counted in ExecutorStats.AgedOut and reported to ExecutorHooks.OnAgedOut (S-F4);
 // nothing else changes. Cost: O(frames in the plan); allocates nothing.
 func (x *Executor[S]) PlanRewind(from uint32) (RewindPlan, error) {
 	if x.busy {
@@ -111,7 +111,7 @@ func (x *Executor[S]) PlanRewind(from uint32) (RewindPlan, error) {
 // for each record newest first, it restores the record's captures newest
 // first. Cost is proportional to the captured bytes, never to the size of
 // the world. A capture whose entity is no longer live is skipped, counted
-// and reported (RewindResult.Failed, Hooks.OnRestoreFailed): a rewind never
+// and reported (RewindResult.Failed, ExecutorHooks.OnRestoreFailed): a rewind never
 // writes into a recycled entity.
 //
 // Afterwards the log is replaying: the caller reads each undone frame's

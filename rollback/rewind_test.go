@@ -14,14 +14,14 @@ func TestRewindIntoRecycledEntityDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, _ := NewActionLog(Config{})
+	log, _ := NewActionLog(LogConfig{})
 	reg, ids := newTestRegistry(t, nil)
 	x, err := NewExecutor(reg, log, store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var failures []RestoreFailure
-	x.SetHooks(Hooks{OnRestoreFailed: func(f RestoreFailure) { failures = append(failures, f) }})
+	x.SetHooks(ExecutorHooks{OnRestoreFailed: func(f RestoreFailure) { failures = append(failures, f) }})
 
 	old, _ := store.Create(0)
 	_ = log.BeginFrame(1)
@@ -77,7 +77,7 @@ func TestRewindIntoRecycledEntityDetected(t *testing.T) {
 
 // A plan is valid only against the log it was made from, unchanged.
 func TestStalePlanRefused(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	for f := uint32(1); f <= 3; f++ {
 		w.begin(t, f)
 		if err := w.x.Execute(0, w.ids.heal, w.ents[0], le32(1)); err != nil {
@@ -110,7 +110,7 @@ func TestStalePlanRefused(t *testing.T) {
 	if _, err := w.x.CommitRewind(RewindPlan{}); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("zero plan: %v", err)
 	}
-	other := newWorld(t, Config{}, 0)
+	other := newWorld(t, LogConfig{}, 0)
 	oplan, _ := other.x.PlanRewind(0)
 	if _, err := w.x.CommitRewind(oplan); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("another log's plan: %v", err)
@@ -126,7 +126,7 @@ func TestStalePlanRefused(t *testing.T) {
 
 // Plans that undo nothing: an empty log, a frame newer than the newest.
 func TestRewindEmptyPlans(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	plan, err := w.x.PlanRewind(7)
 	if err != nil || !plan.Empty() {
 		t.Fatalf("empty log: plan %+v, err %v", plan, err)
@@ -154,7 +154,7 @@ func TestRewindEmptyPlans(t *testing.T) {
 
 // A log that starts at frame 0 can undo frame 0 (no signed target needed).
 func TestRewindFrameZero(t *testing.T) {
-	w := newWorld(t, Config{}, 0)
+	w := newWorld(t, LogConfig{}, 0)
 	before := snapshot(w.store)
 	w.begin(t, 0)
 	if err := w.ids.move.Execute(w.x, 0, w.ents[0], Move{3, 3}); err != nil {
@@ -173,7 +173,7 @@ func TestRewindFrameZero(t *testing.T) {
 // after the replay completes, the log and the state are as if it never
 // happened.
 func TestNestedRewindDuringReplay(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 0)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 0)
 	var snaps [][]byte // snaps[f] = state at end of frame f−1
 	for f := uint32(0); f < 10; f++ {
 		snaps = append(snaps, snapshot(w.store))
@@ -257,7 +257,7 @@ func TestNestedRewindDuringReplay(t *testing.T) {
 // Rewind cost follows the mutations, not the world: in a store of 2^20
 // entities, undoing one action is one capture to restore.
 func TestRewindCostFollowsMutations(t *testing.T) {
-	w := newWorld(t, Config{}, 1<<20)
+	w := newWorld(t, LogConfig{}, 1<<20)
 	for f := uint32(0); f < 8; f++ {
 		w.begin(t, f)
 		if f == 3 {

@@ -7,43 +7,48 @@ import (
 
 // Server defaults and ranges.
 const (
-	// DefaultMaxFutureFrames is ServerConfig.MaxFutureFrames when left zero.
-	DefaultMaxFutureFrames = 32
-	// MaxMaxFutureFrames is the largest ServerConfig.MaxFutureFrames.
-	MaxMaxFutureFrames = 1 << 16
-	// DefaultMaxPendingTotal is ServerConfig.MaxPendingTotal when left zero.
-	DefaultMaxPendingTotal = 4096
-	// MaxMaxPendingTotal is the largest ServerConfig.MaxPendingTotal.
-	MaxMaxPendingTotal = 1 << 20
-	// DefaultMaxPendingPerPeer is ServerConfig.MaxPendingPerPeer when left
+	// defaultMaxFutureFrames is ServerConfig.MaxFutureFrames when left zero.
+	defaultMaxFutureFrames = 32
+	// maxMaxFutureFrames is the largest ServerConfig.MaxFutureFrames.
+	maxMaxFutureFrames = 1 << 16
+	// defaultMaxPendingTotal is ServerConfig.MaxPendingTotal when left zero.
+	defaultMaxPendingTotal = 4096
+	// maxMaxPendingTotal is the largest ServerConfig.MaxPendingTotal.
+	maxMaxPendingTotal = 1 << 20
+	// defaultMaxPendingPerPeer is ServerConfig.MaxPendingPerPeer when left
 	// zero.
-	DefaultMaxPendingPerPeer = 512
-	// DefaultMaxPendingBytes is ServerConfig.MaxPendingBytes when left zero.
-	DefaultMaxPendingBytes = 1 << 20
-	// MinMaxPendingBytes is the smallest ServerConfig.MaxPendingBytes.
-	MinMaxPendingBytes = 1 << 10
-	// MaxMaxPendingBytes is the largest ServerConfig.MaxPendingBytes.
-	MaxMaxPendingBytes = 1 << 30
-	// DefaultMaxQueuedActions is ServerConfig.MaxQueuedActions when left
+	defaultMaxPendingPerPeer = 512
+	// defaultMaxPendingBytes is ServerConfig.MaxPendingBytes when left zero.
+	defaultMaxPendingBytes = 1 << 20
+	// minMaxPendingBytes is the smallest ServerConfig.MaxPendingBytes.
+	minMaxPendingBytes = 1 << 10
+	// maxMaxPendingBytes is the largest ServerConfig.MaxPendingBytes.
+	maxMaxPendingBytes = 1 << 30
+	// defaultMaxQueuedActions is ServerConfig.MaxQueuedActions when left
 	// zero.
-	DefaultMaxQueuedActions = 1024
-	// DefaultTargetBufferFrames is ServerConfig.TargetBufferFrames when left
+	defaultMaxQueuedActions = 1024
+	// defaultTargetBufferFrames is ServerConfig.TargetBufferFrames when left
 	// zero.
-	DefaultTargetBufferFrames = 2.0
-	// DefaultDilationGain is ServerConfig.DilationGain when left zero.
-	DefaultDilationGain = 0.01
-	// DefaultMaxTimeDilation is ServerConfig.MaxTimeDilation when left zero.
-	DefaultMaxTimeDilation = 0.05
+	defaultTargetBufferFrames = 2.0
+	// defaultDilationGain is ServerConfig.DilationGain when left zero.
+	defaultDilationGain = 0.01
+	// defaultMaxTimeDilation is ServerConfig.MaxTimeDilation when left zero.
+	defaultMaxTimeDilation = 0.05
 
 	// depthSmoothing is the weight of a new buffer-depth sample in a peer's
 	// exponentially weighted average (about the last 8 samples count).
 	depthSmoothing = 0.125
 )
 
+// MaxChecksumEvery is the largest ChecksumEvery of ServerConfig and
+// ClientConfig (and of the links' config): a checksum at least every 65,536
+// frames.
+const MaxChecksumEvery = 1 << 16
+
 // ServerConfig configures a Server. It is a plain value: the zero value of
 // every field means its default, and NewServer validates it. The frame
 // capacity (how far back a late input can still be applied) is the log's
-// Config.FrameCapacity.
+// LogConfig.FrameCapacity.
 type ServerConfig struct {
 	// FirstFrame is the first frame the server simulates when its log
 	// holds no frame yet; inputs for earlier frames are too old. Default 0.
@@ -64,25 +69,25 @@ type ServerConfig struct {
 	// frame a peer may tag an input: the frame number is attacker-chosen,
 	// and an input held for a far-future frame occupies the pending budget
 	// until then. Default 32 (about half a second at 60 Hz); range
-	// 1..MaxMaxFutureFrames.
+	// 1..65536.
 	MaxFutureFrames int
 
 	// MaxPendingTotal bounds the inputs queued between ticks (from all
 	// peers, including inputs held for future frames). Default 4096; range
-	// 1..MaxMaxPendingTotal.
+	// 1..1<<20.
 	MaxPendingTotal int
 
 	// MaxPendingPerPeer bounds the inputs one peer may have queued, so one
 	// flooding peer cannot exhaust MaxPendingTotal for everyone. Default
-	// 512; range 1..MaxMaxPendingTotal.
+	// 512; range 1..1<<20.
 	MaxPendingPerPeer int
 
 	// MaxPendingBytes bounds the payload bytes queued between ticks.
-	// Default 1 MiB; range MinMaxPendingBytes..MaxMaxPendingBytes.
+	// Default 1 MiB; range 1 KiB..1 GiB.
 	MaxPendingBytes int
 
 	// MaxQueuedActions bounds EnqueueAction's queue between ticks. Default
-	// 1024; range 1..MaxMaxPendingTotal.
+	// 1024; range 1..1<<20.
 	MaxQueuedActions int
 
 	// HasServerPeer makes EnqueueAction record its actions under
@@ -95,7 +100,7 @@ type ServerConfig struct {
 	// 0..MaxPeerID.
 	ServerPeer Sender
 
-	// TargetBufferFrames is the buffer depth (see PeerStats.AvgDepth) the
+	// TargetBufferFrames is the buffer depth (see ServerPeerStats.AvgDepth) the
 	// time-dilation feedback steers each peer towards: how many frames
 	// ahead of the server's simulation its inputs should arrive. Default
 	// 2; range (0, 1024].
@@ -115,7 +120,7 @@ type ServerConfig struct {
 	// state.
 	Checksum func() uint64
 	// ChecksumEvery is the checksum interval in frames. Default 1; range
-	// 1..MaxMaxFutureFrames.
+	// 1..MaxChecksumEvery.
 	ChecksumEvery int
 }
 
@@ -136,12 +141,12 @@ func (c ServerConfig) Validate() error {
 	}
 	for _, err := range []error{
 		intIn("MaxRewindFrames", c.MaxRewindFrames, 1, MaxFrameCapacity),
-		intIn("MaxFutureFrames", c.MaxFutureFrames, 1, MaxMaxFutureFrames),
-		intIn("MaxPendingTotal", c.MaxPendingTotal, 1, MaxMaxPendingTotal),
-		intIn("MaxPendingPerPeer", c.MaxPendingPerPeer, 1, MaxMaxPendingTotal),
-		intIn("MaxPendingBytes", c.MaxPendingBytes, MinMaxPendingBytes, MaxMaxPendingBytes),
-		intIn("MaxQueuedActions", c.MaxQueuedActions, 1, MaxMaxPendingTotal),
-		intIn("ChecksumEvery", c.ChecksumEvery, 1, MaxMaxFutureFrames),
+		intIn("MaxFutureFrames", c.MaxFutureFrames, 1, maxMaxFutureFrames),
+		intIn("MaxPendingTotal", c.MaxPendingTotal, 1, maxMaxPendingTotal),
+		intIn("MaxPendingPerPeer", c.MaxPendingPerPeer, 1, maxMaxPendingTotal),
+		intIn("MaxPendingBytes", c.MaxPendingBytes, minMaxPendingBytes, maxMaxPendingBytes),
+		intIn("MaxQueuedActions", c.MaxQueuedActions, 1, maxMaxPendingTotal),
+		intIn("ChecksumEvery", c.ChecksumEvery, 1, MaxChecksumEvery),
 		floatIn("TargetBufferFrames", c.TargetBufferFrames, 1024),
 		floatIn("DilationGain", c.DilationGain, 1),
 		floatIn("MaxTimeDilation", c.MaxTimeDilation, 1),
@@ -165,20 +170,20 @@ func (c ServerConfig) WithDefaults() ServerConfig {
 			*v = d
 		}
 	}
-	def(&c.MaxFutureFrames, DefaultMaxFutureFrames)
-	def(&c.MaxPendingTotal, DefaultMaxPendingTotal)
-	def(&c.MaxPendingPerPeer, DefaultMaxPendingPerPeer)
-	def(&c.MaxPendingBytes, DefaultMaxPendingBytes)
-	def(&c.MaxQueuedActions, DefaultMaxQueuedActions)
+	def(&c.MaxFutureFrames, defaultMaxFutureFrames)
+	def(&c.MaxPendingTotal, defaultMaxPendingTotal)
+	def(&c.MaxPendingPerPeer, defaultMaxPendingPerPeer)
+	def(&c.MaxPendingBytes, defaultMaxPendingBytes)
+	def(&c.MaxQueuedActions, defaultMaxQueuedActions)
 	def(&c.ChecksumEvery, 1)
 	if c.TargetBufferFrames == 0 {
-		c.TargetBufferFrames = DefaultTargetBufferFrames
+		c.TargetBufferFrames = defaultTargetBufferFrames
 	}
 	if c.DilationGain == 0 {
-		c.DilationGain = DefaultDilationGain
+		c.DilationGain = defaultDilationGain
 	}
 	if c.MaxTimeDilation == 0 {
-		c.MaxTimeDilation = DefaultMaxTimeDilation
+		c.MaxTimeDilation = defaultMaxTimeDilation
 	}
 	return c
 }
@@ -187,7 +192,7 @@ func (c ServerConfig) WithDefaults() ServerConfig {
 type DropReason uint8
 
 // Reasons for dropping an input. Each is counted in total
-// (ServerStats.Dropped) and per peer (PeerStats.Dropped).
+// (ServerStats.Dropped) and per peer (ServerPeerStats.Dropped).
 const (
 	// DropNotPeer: the sender is not a remote peer id (254, 255, or the
 	// server's own ServerPeer). ErrNotPeer.
@@ -217,17 +222,17 @@ const (
 	// crash.
 	DropAgedOut
 
-	// NumDropReasons is the number of reasons.
-	NumDropReasons
+	// numDropReasons is the number of reasons.
+	numDropReasons
 )
 
-var dropReasonNames = [NumDropReasons]string{
+var dropReasonNames = [numDropReasons]string{
 	"not-peer", "malformed", "not-owner", "too-old", "too-far-ahead", "pending-full", "peer-full", "aged-out",
 }
 
 // String returns a short name such as "too-old".
 func (r DropReason) String() string {
-	if r < NumDropReasons {
+	if r < numDropReasons {
 		return dropReasonNames[r]
 	}
 	return "unknown"
@@ -311,8 +316,8 @@ type ServerStats struct {
 	// Duplicates counts queued inputs discarded as retransmissions: the log
 	// already held them, or the same input was queued twice for a frame.
 	Duplicates uint64
-	// Dropped counts inputs Submit refused, by reason (S-G5).
-	Dropped [NumDropReasons]uint64
+	// dropped counts inputs Submit refused, by reason (S-G5).
+	dropped [numDropReasons]uint64
 
 	// HistoryReplayed counts input records re-executed from the log by
 	// replays; HistoryRejected those the executor refused on replay.
@@ -327,22 +332,45 @@ type ServerStats struct {
 }
 
 // DroppedTotal returns the sum of Dropped over all reasons.
-func (st ServerStats) DroppedTotal() uint64 {
+func (st ServerStats) DroppedTotal() uint64 { return sumCounts(st.dropped[:]) }
+
+// Dropped returns how many inputs Submit refused for reason r (0 for a
+// reason this version does not know).
+func (st ServerStats) Dropped(r DropReason) uint64 { return countAt(st.dropped[:], int(r)) }
+
+// Dropped returns how many of the peer's inputs were refused for reason r
+// (0 for a reason this version does not know).
+func (st ServerPeerStats) Dropped(r DropReason) uint64 { return countAt(st.dropped[:], int(r)) }
+
+// DroppedTotal returns how many of the peer's inputs were refused, all
+// reasons.
+func (st ServerPeerStats) DroppedTotal() uint64 { return sumCounts(st.dropped[:]) }
+
+// countAt returns c[i], or 0 when i is out of range.
+func countAt(c []uint64, i int) uint64 {
+	if i < 0 || i >= len(c) {
+		return 0
+	}
+	return c[i]
+}
+
+// sumCounts returns the sum of c.
+func sumCounts(c []uint64) uint64 {
 	var n uint64
-	for _, d := range st.Dropped {
+	for _, d := range c {
 		n += d
 	}
 	return n
 }
 
-// PeerStats are one peer's counters and buffer-depth estimate, returned by
+// ServerPeerStats are one peer's counters and buffer-depth estimate, returned by
 // Server.Peer.
-type PeerStats struct {
+type ServerPeerStats struct {
 	// Accepted counts inputs queued from the peer; Late those for frames
 	// already simulated; Duplicates those discarded as retransmissions.
 	Accepted, Late, Duplicates uint64
-	// Dropped counts refused inputs by reason.
-	Dropped [NumDropReasons]uint64
+	// dropped counts refused inputs by reason.
+	dropped [numDropReasons]uint64
 	// Pending is the number of the peer's inputs queued now.
 	Pending int
 
@@ -404,7 +432,7 @@ const (
 
 type peerState struct {
 	accepted, late, dups uint64
-	dropped              [NumDropReasons]uint64
+	dropped              [numDropReasons]uint64
 	pending              int
 	samples              uint64
 	newest               uint32
@@ -492,7 +520,7 @@ type Server[S State] struct {
 // NewServer builds a server over x, which it drives from now on: the
 // server begins, reopens and closes the frames of x's log, runs step (nil
 // for none) in derived mode, and installs its own presentation function
-// (Executor.SetPresented). x's log must have no open frame and no replay
+// on x (see Executor.SetReplay). x's log must have no open frame and no replay
 // pending; if it holds frames, the server continues after the newest,
 // otherwise it starts at cfg.FirstFrame. Errors wrap ErrInvalidConfig, or
 // are ErrFrameOpen or ErrReplayPending.
@@ -531,7 +559,7 @@ func NewServer[S State](x *Executor[S], step StepFunc, cfg ServerConfig) (*Serve
 	if s.hasCS {
 		s.sums = newChecksumRing(2 * l.FrameCapacity())
 	}
-	x.SetPresented(s.mem.seen)
+	x.setPresented(s.mem.seen)
 	return s, nil
 }
 
@@ -584,12 +612,7 @@ func (s *Server[S]) tooOld(frame uint32) bool {
 	return int64(frame) <= cur && (cur-int64(frame) >= int64(s.cfg.MaxRewindFrames) || !s.log.HasFrame(frame))
 }
 
-// Submit queues one peer input; see SubmitInput.
-func (s *Server[S]) Submit(in Input) error {
-	return s.SubmitInput(in.Frame, in.Sender, in.Type, in.Entity, in.Payload)
-}
-
-// SubmitInput queues an input from peer sender for frame: action type typ
+// Submit queues an input from peer sender for frame: action type typ
 // on entity e with payload, which is copied (the caller keeps ownership).
 // The input is applied by the next Tick: on its frame's first simulation if
 // that is still to come, else by rewinding to just before its frame and
@@ -611,7 +634,7 @@ func (s *Server[S]) Submit(in Input) error {
 // Errors are bare sentinels: a flood of bad input allocates nothing. Called
 // from inside Tick (the step, a hook) it returns ErrInStep. Cost: the
 // type's Check, an owner lookup and a copy of the payload.
-func (s *Server[S]) SubmitInput(frame uint32, sender Sender, typ ActionTypeID, e Entity, payload []byte) error {
+func (s *Server[S]) Submit(frame uint32, sender Sender, typ ActionTypeID, e Entity, payload []byte) error {
 	if s.busy {
 		return ErrInStep
 	}
@@ -663,7 +686,7 @@ func (s *Server[S]) SubmitInput(frame uint32, sender Sender, typ ActionTypeID, e
 
 func (s *Server[S]) drop(d InputDrop, reason DropReason, err error) error {
 	d.Reason = reason
-	s.stats.Dropped[reason]++
+	s.stats.dropped[reason]++
 	if d.Sender.IsPeer() {
 		s.peers[d.Sender].dropped[reason]++
 	}
@@ -715,14 +738,14 @@ func (s *Server[S]) TimeDilation(p Sender) float64 {
 
 // Peer returns peer p's counters and buffer depth (zero for a peer id above
 // MaxPeerID).
-func (s *Server[S]) Peer(p Sender) PeerStats {
+func (s *Server[S]) Peer(p Sender) ServerPeerStats {
 	if !p.IsPeer() {
-		return PeerStats{}
+		return ServerPeerStats{}
 	}
 	ps := &s.peers[p]
-	return PeerStats{
+	return ServerPeerStats{
 		Accepted: ps.accepted, Late: ps.late, Duplicates: ps.dups,
-		Dropped: ps.dropped, Pending: ps.pending,
+		dropped: ps.dropped, Pending: ps.pending,
 		Samples: ps.samples, NewestFrame: ps.newest,
 		LastDepth: ps.lastDepth, AvgDepth: ps.avgDepth,
 		TimeDilation: s.TimeDilation(p),

@@ -65,7 +65,7 @@ func runServerOracle(t *testing.T, seed uint64, cov *serverOracleStats) {
 	capacity := []int{4, 8, 16}[rng.IntN(3)]
 	peers := 3 + rng.IntN(2)
 	frames := 8 + rng.IntN(24)
-	w, s := newServerWorld(t, Config{FrameCapacity: capacity}, ServerConfig{}, true)
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: capacity}, ServerConfig{}, true)
 	rewindsThisTick := 0
 	var lastRewind RewindEvent
 	s.SetHooks(ServerHooks{OnRewind: func(r RewindEvent) { rewindsThisTick++; lastRewind = r }})
@@ -134,7 +134,7 @@ func runServerOracle(t *testing.T, seed uint64, cov *serverOracleStats) {
 			tooOld := int64(b.frame) <= newest && int64(b.frame) < oldest
 			any := false
 			for i, in := range b.ins {
-				err := s.Submit(in)
+				err := submitIn(s, in)
 				switch {
 				case !b.accept[i]:
 					if err == nil {
@@ -205,7 +205,7 @@ func runServerOracle(t *testing.T, seed uint64, cov *serverOracleStats) {
 	}
 
 	// The oracle: from scratch, frame by frame, never rewinding.
-	o := newWorld(t, Config{FrameCapacity: int(last) + 2}, 64)
+	o := newWorld(t, LogConfig{FrameCapacity: int(last) + 2}, 64)
 	step := testStep(o)
 	byFrame := make([][]*oracleBatch, last+1)
 	for _, b := range batches {

@@ -41,7 +41,7 @@ func testStep(w *world) StepFunc {
 
 // newServerWorld builds a world (64-entity store, the standard entities)
 // driven by a Server, with testStep if withStep.
-func newServerWorld(tb testing.TB, cfg Config, scfg ServerConfig, withStep bool) (*world, *Server[*Store]) {
+func newServerWorld(tb testing.TB, cfg LogConfig, scfg ServerConfig, withStep bool) (*world, *Server[*Store]) {
 	tb.Helper()
 	w := newWorld(tb, cfg, 64)
 	var step StepFunc
@@ -65,7 +65,7 @@ func healIn(w *world, p int, f uint32, n int32) Input {
 
 func mustSubmit(tb testing.TB, s *Server[*Store], in Input) {
 	tb.Helper()
-	if err := s.Submit(in); err != nil {
+	if err := submitIn(s, in); err != nil {
 		tb.Fatalf("Submit(frame %d, %v, type %d): %v", in.Frame, in.Sender, in.Type, err)
 	}
 }
@@ -112,7 +112,7 @@ func sameStores(tb testing.TB, got, want *Store, what string) {
 // inputs the log already holds trigger none; several late inputs in one
 // tick share one rewind, to before the oldest.
 func TestServerLateInputRewindsOnce(t *testing.T) {
-	w, s := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{}, true)
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: 16}, ServerConfig{}, true)
 	var rewinds []RewindEvent
 	s.SetHooks(ServerHooks{OnRewind: func(r RewindEvent) { rewinds = append(rewinds, r) }})
 
@@ -176,7 +176,7 @@ func TestServerLateInputRewindsOnce(t *testing.T) {
 	}
 
 	// The result equals a server that got every input on time.
-	rw, ref := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{}, true)
+	rw, ref := newServerWorld(t, LogConfig{FrameCapacity: 16}, ServerConfig{}, true)
 	slices.SortStableFunc(onTime, func(x, y Input) int { return int(x.Frame) - int(y.Frame) })
 	i := 0
 	for f := uint32(0); f <= 12; f++ {
@@ -199,7 +199,7 @@ func TestServerLateInputRewindsOnce(t *testing.T) {
 func TestServerArrivalOrderDeterministic(t *testing.T) {
 	const frames, capacity = 24, 16
 	rng := rand.New(rand.NewPCG(7, 11))
-	w0, _ := newServerWorld(t, Config{FrameCapacity: capacity}, ServerConfig{}, true)
+	w0, _ := newServerWorld(t, LogConfig{FrameCapacity: capacity}, ServerConfig{}, true)
 	type batch struct {
 		frame uint32
 		ins   []Input
@@ -223,7 +223,7 @@ func TestServerArrivalOrderDeterministic(t *testing.T) {
 
 	// arrival(i) gives batch i's delivery frames (before that frame's Tick).
 	run := func(name string, arrival func(i int, b batch) []uint32, shuffle bool) (*world, *Server[*Store]) {
-		w, s := newServerWorld(t, Config{FrameCapacity: capacity}, ServerConfig{}, true)
+		w, s := newServerWorld(t, LogConfig{FrameCapacity: capacity}, ServerConfig{}, true)
 		byTick := make(map[uint32][]int)
 		for i, b := range batches {
 			for _, a := range arrival(i, b) {
@@ -238,7 +238,7 @@ func TestServerArrivalOrderDeterministic(t *testing.T) {
 			}
 			for _, i := range idx {
 				for _, in := range batches[i].ins {
-					if err := s.Submit(in); err != nil {
+					if err := submitIn(s, in); err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
 				}
@@ -286,7 +286,7 @@ func TestServerArrivalOrderDeterministic(t *testing.T) {
 // a replay drops the derived records and re-runs the step, never both —
 // and the step's derived event is presented once per frame.
 func TestServerDerivedRecomputed(t *testing.T) {
-	w, s := newServerWorld(t, Config{FrameCapacity: 32}, ServerConfig{}, true)
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: 32}, ServerConfig{}, true)
 	target := w.ents[8]
 	const frames = 60
 	for f := uint32(0); f < frames; f++ {
@@ -332,7 +332,7 @@ func TestServerDerivedRecomputed(t *testing.T) {
 // re-queued); calling it — or Submit, or Tick — from inside the step is an
 // error.
 func TestServerEnqueueAction(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	inner := testStep(w)
 	var stepErrs []error
 	var s *Server[*Store]
@@ -341,7 +341,7 @@ func TestServerEnqueueAction(t *testing.T) {
 		if f == 4 {
 			stepErrs = append(stepErrs,
 				s.EnqueueAction(w.ids.heal, w.ents[9], le32(1000)),
-				s.SubmitInput(f+1, 0, w.ids.heal, w.ents[1], le32(1)),
+				s.Submit(f+1, 0, w.ids.heal, w.ents[1], le32(1)),
 				s.Tick(f+1))
 		}
 	}
@@ -408,7 +408,7 @@ func TestServerEnqueueAction(t *testing.T) {
 // S-G4 with a server peer id: EnqueueAction records under ServerPeer,
 // subject to the owner rule, and no remote peer may submit under that id.
 func TestServerEnqueueAsServerPeer(t *testing.T) {
-	w, s := newServerWorld(t, Config{}, ServerConfig{HasServerPeer: true, ServerPeer: 3, MaxQueuedActions: 2}, false)
+	w, s := newServerWorld(t, LogConfig{}, ServerConfig{HasServerPeer: true, ServerPeer: 3, MaxQueuedActions: 2}, false)
 	mustTick(t, s, 0)
 	if err := s.EnqueueAction(w.ids.heal, w.ents[6], le32(5)); err != nil { // peer 3's entity
 		t.Fatal(err)
@@ -426,7 +426,7 @@ func TestServerEnqueueAsServerPeer(t *testing.T) {
 	if st := s.Stats(); st.LocalApplied != 1 || st.LocalRejected != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if err := s.Submit(healIn(w, 3, 2, 1)); !errors.Is(err, ErrNotPeer) {
+	if err := submitIn(s, healIn(w, 3, 2, 1)); !errors.Is(err, ErrNotPeer) {
 		t.Fatalf("Submit as the server's peer id: %v, want ErrNotPeer", err)
 	}
 }
@@ -436,10 +436,10 @@ func TestServerEnqueueAsServerPeer(t *testing.T) {
 // counted by reason, in total, per peer and through the hook; so are
 // forged senders, malformed payloads and foreign entities.
 func TestServerDropsByReason(t *testing.T) {
-	w, s := newServerWorld(t, Config{FrameCapacity: 8}, ServerConfig{
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: 8}, ServerConfig{
 		MaxFutureFrames: 4, MaxPendingTotal: 9, MaxPendingPerPeer: 4,
 	}, false)
-	var hooked [NumDropReasons]int
+	var hooked [numDropReasons]int
 	s.SetHooks(ServerHooks{OnDrop: func(d InputDrop) { hooked[d.Reason]++ }})
 	for f := uint32(0); f < 20; f++ {
 		mustTick(t, s, f)
@@ -463,7 +463,7 @@ func TestServerDropsByReason(t *testing.T) {
 		{Input{Frame: 20, Sender: 0, Type: w.ids.heal, Entity: NewEntity(40, 1), Payload: le32(1)}, ErrStaleEntity, DropNotOwner},
 	}
 	for i, c := range cases {
-		if err := s.Submit(c.in); !errors.Is(err, c.want) {
+		if err := submitIn(s, c.in); !errors.Is(err, c.want) {
 			t.Fatalf("case %d: %v, want %v", i, err, c.want)
 		}
 	}
@@ -473,31 +473,31 @@ func TestServerDropsByReason(t *testing.T) {
 	// Peer 0 has 2 queued; two more reach its cap of 4, the fifth is over.
 	mustSubmit(t, s, healIn(w, 0, 20, 1))
 	mustSubmit(t, s, healIn(w, 0, 21, 1))
-	if err := s.Submit(healIn(w, 0, 22, 1)); !errors.Is(err, ErrPendingFull) {
+	if err := submitIn(s, healIn(w, 0, 22, 1)); !errors.Is(err, ErrPendingFull) {
 		t.Fatalf("over the per-peer cap: %v", err)
 	}
 	// Peers 1 and 2 fill the total of 9; the tenth input is over.
 	for i := range 5 {
 		mustSubmit(t, s, healIn(w, 1+i%2, 20, int32(i)))
 	}
-	if err := s.Submit(healIn(w, 2, 21, 1)); !errors.Is(err, ErrPendingFull) {
+	if err := submitIn(s, healIn(w, 2, 21, 1)); !errors.Is(err, ErrPendingFull) {
 		t.Fatalf("over the total: %v", err)
 	}
 
-	want := [NumDropReasons]uint64{
+	want := [numDropReasons]uint64{
 		DropTooOld: 2, DropTooFarAhead: 2, DropNotPeer: 2, DropMalformed: 3, DropNotOwner: 2,
 		DropPeerFull: 1, DropPendingFull: 1,
 	}
 	st := s.Stats()
-	if st.Dropped != want {
-		t.Fatalf("dropped by reason %v, want %v", st.Dropped, want)
+	if st.dropped != want {
+		t.Fatalf("dropped by reason %v, want %v", st.dropped, want)
 	}
-	for r := range NumDropReasons {
+	for r := range numDropReasons {
 		if uint64(hooked[r]) != want[r] {
 			t.Fatalf("hook saw %d %v drops, want %d", hooked[r], r, want[r])
 		}
 	}
-	if p0 := s.Peer(0); p0.Dropped[DropTooOld] != 1 || p0.Dropped[DropPeerFull] != 1 || p0.Dropped[DropNotOwner] != 2 || p0.Pending != 4 {
+	if p0 := s.Peer(0); p0.Dropped(DropTooOld) != 1 || p0.Dropped(DropPeerFull) != 1 || p0.Dropped(DropNotOwner) != 2 || p0.Pending != 4 {
 		t.Fatalf("peer 0 %+v", p0)
 	}
 	if st.DroppedTotal() != 13 || st.InputsAccepted != 9 {
@@ -505,12 +505,12 @@ func TestServerDropsByReason(t *testing.T) {
 	}
 
 	// The byte budget.
-	w2, s2 := newServerWorld(t, Config{}, ServerConfig{MaxPendingBytes: MinMaxPendingBytes}, false)
+	w2, s2 := newServerWorld(t, LogConfig{}, ServerConfig{MaxPendingBytes: minMaxPendingBytes}, false)
 	big := make([]byte, 16)
 	n := 0
 	for ; ; n++ {
 		big[0], big[1] = byte(n), byte(n>>8)
-		err := s2.SubmitInput(0, Sender(n%3), w2.ids.ping, NoEntity, big)
+		err := s2.Submit(0, Sender(n%3), w2.ids.ping, NoEntity, big)
 		if errors.Is(err, ErrPendingFull) {
 			break
 		}
@@ -518,7 +518,7 @@ func TestServerDropsByReason(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n != MinMaxPendingBytes/16 || s2.Stats().Dropped[DropPendingFull] != 1 {
+	if n != minMaxPendingBytes/16 || s2.Stats().Dropped(DropPendingFull) != 1 {
 		t.Fatalf("byte budget admitted %d inputs of 16 bytes", n)
 	}
 	// A tick consumes the queue and frees the budget.
@@ -531,21 +531,21 @@ func TestServerDropsByReason(t *testing.T) {
 			t.Fatalf("peer %d still counts pending inputs", p)
 		}
 	}
-	if err := s2.SubmitInput(1, 0, w2.ids.ping, NoEntity, big); err != nil {
+	if err := s2.Submit(1, 0, w2.ids.ping, NoEntity, big); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // MaxRewindFrames bounds lateness below the ring and defines final frames.
 func TestServerMaxRewindFrames(t *testing.T) {
-	w, s := newServerWorld(t, Config{FrameCapacity: 16}, ServerConfig{MaxRewindFrames: 4}, false)
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: 16}, ServerConfig{MaxRewindFrames: 4}, false)
 	if _, ok := s.FinalThrough(); ok {
 		t.Fatal("final frame before any tick")
 	}
 	for f := uint32(0); f < 10; f++ {
 		mustTick(t, s, f)
 	}
-	if err := s.Submit(healIn(w, 0, 5, 1)); !errors.Is(err, ErrTooOld) {
+	if err := submitIn(s, healIn(w, 0, 5, 1)); !errors.Is(err, ErrTooOld) {
 		t.Fatalf("5 frames late with MaxRewindFrames 4: %v", err)
 	}
 	mustSubmit(t, s, healIn(w, 0, 6, 1))
@@ -564,7 +564,7 @@ func TestServerMaxRewindFrames(t *testing.T) {
 // Identical inputs for one frame from one sender are one input, whether
 // they arrive in one tick or across ticks.
 func TestServerIdenticalInputsCollapse(t *testing.T) {
-	w, s := newServerWorld(t, Config{}, ServerConfig{}, false)
+	w, s := newServerWorld(t, LogConfig{}, ServerConfig{}, false)
 	in := healIn(w, 0, 0, 5)
 	mustSubmit(t, s, in)
 	mustSubmit(t, s, in)
@@ -581,7 +581,7 @@ func TestServerIdenticalInputsCollapse(t *testing.T) {
 // An aged-out replay target (the log lost a frame under the server) is
 // reported and counted, not a crash.
 func TestServerAgedOutReplayTarget(t *testing.T) {
-	w, s := newServerWorld(t, Config{FrameCapacity: 8}, ServerConfig{}, true)
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: 8}, ServerConfig{}, true)
 	var drops []InputDrop
 	s.SetHooks(ServerHooks{OnDrop: func(d InputDrop) { drops = append(drops, d) }})
 	for f := uint32(0); f < 10; f++ {
@@ -594,7 +594,7 @@ func TestServerAgedOutReplayTarget(t *testing.T) {
 	if len(drops) != 1 || drops[0].Reason != DropAgedOut || drops[0].Frame != 7 || drops[0].Sender != 2 {
 		t.Fatalf("drops %+v, want one aged-out input for frame 7", drops)
 	}
-	if st := s.Stats(); st.Dropped[DropAgedOut] != 1 || st.Rewinds != 0 || st.InputsApplied != 1 {
+	if st := s.Stats(); st.Dropped(DropAgedOut) != 1 || st.Rewinds != 0 || st.InputsApplied != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	if f, ok := s.Frame(); !ok || f != 11 {
@@ -604,7 +604,7 @@ func TestServerAgedOutReplayTarget(t *testing.T) {
 
 // Buffer depth per peer and the time-dilation feedback derived from it.
 func TestServerBufferDepthAndDilation(t *testing.T) {
-	w, s := newServerWorld(t, Config{FrameCapacity: 32}, ServerConfig{MaxFutureFrames: 32}, false)
+	w, s := newServerWorld(t, LogConfig{FrameCapacity: 32}, ServerConfig{MaxFutureFrames: 32}, false)
 	mustTick(t, s, 1)
 	lead := [4]int{6, -1, 2, 25} // frames ahead of the server's newest
 	for f := uint32(2); f < 60; f++ {
@@ -612,7 +612,7 @@ func TestServerBufferDepthAndDilation(t *testing.T) {
 			mustSubmit(t, s, healIn(w, p, uint32(int(f)-1+l), int32(f)))
 			// A retransmission of an older frame is not a sample.
 			if f > 3 {
-				_ = s.Submit(healIn(w, p, uint32(int(f)-3+l), int32(f-2)))
+				_ = submitIn(s, healIn(w, p, uint32(int(f)-3+l), int32(f-2)))
 			}
 		}
 		mustTick(t, s, f)
@@ -632,7 +632,7 @@ func TestServerBufferDepthAndDilation(t *testing.T) {
 	}
 	// A wild frame number is one clipped sample; it does not hide the
 	// samples that follow.
-	if err := s.Submit(healIn(w, 2, 1<<31, 1)); !errors.Is(err, ErrTooFarAhead) {
+	if err := submitIn(s, healIn(w, 2, 1<<31, 1)); !errors.Is(err, ErrTooFarAhead) {
 		t.Fatal(err)
 	}
 	if ps := s.Peer(2); ps.LastDepth != 33 || ps.NewestFrame != 60 || ps.Samples != 59 {
@@ -643,7 +643,7 @@ func TestServerBufferDepthAndDilation(t *testing.T) {
 		t.Fatalf("after the wild frame: %+v", ps)
 	}
 	// Late by more than the rewind window: a clipped sample.
-	if err := s.Submit(Input{Frame: 10, Sender: 5, Type: w.ids.ping}); !errors.Is(err, ErrTooOld) {
+	if err := submitIn(s, Input{Frame: 10, Sender: 5, Type: w.ids.ping}); !errors.Is(err, ErrTooOld) {
 		t.Fatal(err)
 	}
 	if ps := s.Peer(5); ps.LastDepth != -33 || ps.Samples != 1 || s.TimeDilation(5) != 0.05 {
@@ -653,9 +653,9 @@ func TestServerBufferDepthAndDilation(t *testing.T) {
 
 // Tick refuses to go backwards, and calls from hooks inside Tick.
 func TestServerTickErrors(t *testing.T) {
-	w, s := newServerWorld(t, Config{}, ServerConfig{FirstFrame: 5}, false)
+	w, s := newServerWorld(t, LogConfig{}, ServerConfig{FirstFrame: 5}, false)
 	mustSubmit(t, s, healIn(w, 0, 5, 1))
-	if err := s.Submit(healIn(w, 0, 4, 1)); !errors.Is(err, ErrTooOld) {
+	if err := submitIn(s, healIn(w, 0, 4, 1)); !errors.Is(err, ErrTooOld) {
 		t.Fatalf("before FirstFrame: %v", err)
 	}
 	mustTick(t, s, 7) // simulates 5, 6, 7
@@ -667,7 +667,7 @@ func TestServerTickErrors(t *testing.T) {
 	}
 	mustTick(t, s, 7) // the newest again: allowed
 	var inHook error
-	s.SetHooks(ServerHooks{OnFrame: func(uint32, bool) { inHook = s.Submit(healIn(w, 0, 9, 1)) }})
+	s.SetHooks(ServerHooks{OnFrame: func(uint32, bool) { inHook = submitIn(s, healIn(w, 0, 9, 1)) }})
 	mustTick(t, s, 8)
 	if !errors.Is(inHook, ErrInStep) {
 		t.Fatalf("Submit from a hook inside Tick: %v", inHook)
@@ -687,15 +687,15 @@ func TestServerTickErrors(t *testing.T) {
 }
 
 func TestServerConfigValidate(t *testing.T) {
-	good := []ServerConfig{{}, {MaxFutureFrames: 1, MaxPendingTotal: 1, MaxPendingPerPeer: 1, MaxPendingBytes: MinMaxPendingBytes, MaxQueuedActions: 1}, {HasServerPeer: true, ServerPeer: MaxPeerID}, {TargetBufferFrames: 0.5, DilationGain: 1, MaxTimeDilation: 1}}
+	good := []ServerConfig{{}, {MaxFutureFrames: 1, MaxPendingTotal: 1, MaxPendingPerPeer: 1, MaxPendingBytes: minMaxPendingBytes, MaxQueuedActions: 1}, {HasServerPeer: true, ServerPeer: MaxPeerID}, {TargetBufferFrames: 0.5, DilationGain: 1, MaxTimeDilation: 1}}
 	for i, c := range good {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("good %d: %v", i, err)
 		}
 	}
 	bad := []ServerConfig{
-		{MaxFutureFrames: -1}, {MaxFutureFrames: MaxMaxFutureFrames + 1}, {MaxPendingTotal: -3},
-		{MaxPendingPerPeer: MaxMaxPendingTotal + 1}, {MaxPendingBytes: 10}, {MaxQueuedActions: -1},
+		{MaxFutureFrames: -1}, {MaxFutureFrames: maxMaxFutureFrames + 1}, {MaxPendingTotal: -3},
+		{MaxPendingPerPeer: maxMaxPendingTotal + 1}, {MaxPendingBytes: 10}, {MaxQueuedActions: -1},
 		{MaxRewindFrames: -1}, {ChecksumEvery: -1},
 		{HasServerPeer: true, ServerPeer: SenderDerived}, {TargetBufferFrames: -1},
 		{DilationGain: 2}, {MaxTimeDilation: nan()},
@@ -706,10 +706,10 @@ func TestServerConfigValidate(t *testing.T) {
 		}
 	}
 	d := ServerConfig{}.WithDefaults()
-	if d.MaxFutureFrames != DefaultMaxFutureFrames || d.MaxPendingTotal != DefaultMaxPendingTotal || d.MaxTimeDilation != DefaultMaxTimeDilation {
+	if d.MaxFutureFrames != defaultMaxFutureFrames || d.MaxPendingTotal != defaultMaxPendingTotal || d.MaxTimeDilation != defaultMaxTimeDilation {
 		t.Fatalf("defaults %+v", d)
 	}
-	if DropTooOld.String() != "too-old" || NumDropReasons.String() != "unknown" {
+	if DropTooOld.String() != "too-old" || numDropReasons.String() != "unknown" {
 		t.Fatal("DropReason.String")
 	}
 }
@@ -724,7 +724,7 @@ func nan() float64 {
 // new on the replay — a late event input, or one the step emits only now,
 // because the late input changed the state — is presented there, once.
 func TestServerEventsPresentedOnce(t *testing.T) {
-	w := newWorld(t, Config{FrameCapacity: 16}, 64)
+	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	var s *Server[*Store]
 	watched := w.ents[1] // peer 0's
 	step := func(f uint32, replay bool) {

@@ -85,14 +85,14 @@ func SnapshotBound(s *Store) int {
 	return n + s.Capacity()*row
 }
 
-// AppendSnapshot appends to dst the uncompressed snapshot encoding of s as
+// appendStoreSnapshot appends to dst the uncompressed snapshot encoding of s as
 // the state at the end of frame, for peer: every live entity scope admits
 // (nil: all), ascending by slot, with its handle, its owner and each
 // component's bytes in wire order. The layout is column-wise (all
 // handles, all owners, then each component's column), which compresses
 // well. It returns the extended slice; it allocates only if dst must grow.
 // Cost: O(capacity) plus the bytes copied.
-func AppendSnapshot(dst []byte, s *Store, frame uint32, peer Sender, scope SnapshotScope) []byte {
+func appendStoreSnapshot(dst []byte, s *Store, frame uint32, peer Sender, scope SnapshotScope) []byte {
 	dst = append(dst, snapshotVersion)
 	dst = binary.LittleEndian.AppendUint32(dst, frame)
 	dst = binary.AppendUvarint(dst, uint64(len(s.sizes)))
@@ -205,7 +205,7 @@ func parseSnapshot(s *Store, raw []byte, idx, gen []uint32) (snapshotHeader, []u
 	return h, idx, gen, nil
 }
 
-// ReadSnapshot validates the uncompressed snapshot encoding raw against
+// readStoreSnapshot validates the uncompressed snapshot encoding raw against
 // dst's layout and, only if it is valid, makes dst hold exactly its
 // entities (Clear, then Store.Restore each handle with its owner, then the
 // component bytes); it returns the snapshot's frame. raw is not retained.
@@ -215,7 +215,7 @@ func parseSnapshot(s *Store, raw []byte, idx, gen []uint32) (snapshotHeader, []u
 // panic. The caller then installs the frame (ClientLink.InstallSnapshot or
 // Client.InstallSnapshot). Allocates two index slices per call; use a
 // Snapshotter to reuse them.
-func ReadSnapshot(dst *Store, raw []byte) (uint32, error) {
+func readStoreSnapshot(dst *Store, raw []byte) (uint32, error) {
 	f, _, _, err := readSnapshot(dst, raw, nil, nil)
 	return f, err
 }
@@ -252,7 +252,8 @@ func readSnapshot(dst *Store, raw []byte, idx, gen []uint32) (uint32, []uint32, 
 // one goroutine and is not safe for concurrent use.
 //
 // A compressed snapshot is: codec (1 byte), decoded size (uvarint), then
-// the codec's output of the AppendSnapshot encoding.
+// the codec's output of the uncompressed encoding (docs/ROLLBACK.md,
+// "Snapshots and state bursts").
 type Snapshotter struct {
 	store   *Store
 	log     *ActionLog
@@ -325,7 +326,7 @@ func (sn *Snapshotter) AppendSnapshot(dst []byte, peer Sender, frame uint32) ([]
 		}
 		src = sn.scratch
 	}
-	sn.raw = AppendSnapshot(sn.raw[:0], src, frame, peer, sn.cfg.Scope)
+	sn.raw = appendStoreSnapshot(sn.raw[:0], src, frame, peer, sn.cfg.Scope)
 	return sn.compress(dst, sn.raw), nil
 }
 
@@ -413,7 +414,7 @@ func (sn *Snapshotter) Decompress(msg []byte) ([]byte, error) {
 }
 
 // InstallSnapshot decompresses msg (Decompress) and writes it into the
-// store (ReadSnapshot), returning its frame; the store is unchanged on any
+// store (validated whole first), returning its frame; the store is unchanged on any
 // error. It implements SnapshotSink. The caller (ClientLink) then installs
 // the frame into the client.
 func (sn *Snapshotter) InstallSnapshot(msg []byte) (uint32, error) {

@@ -5,8 +5,8 @@ import (
 )
 
 // BenchmarkSnapshotCompress measures the codecs on gameStore(10,000):
-// encode (AppendSnapshot + compress, buffers reused) and decode
-// (Decompress + ReadSnapshot into a store), MB/s of the raw encoding,
+// encode (appendStoreSnapshot + compress, buffers reused) and decode
+// (Decompress + readStoreSnapshot into a store), MB/s of the raw encoding,
 // ratio = raw / compressed.
 func BenchmarkSnapshotCompress(b *testing.B) {
 	src := gameStore(b, 10000, 1)
@@ -18,7 +18,7 @@ func BenchmarkSnapshotCompress(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		raw := len(AppendSnapshot(nil, src, 1, 0, nil))
+		raw := len(appendStoreSnapshot(nil, src, 1, 0, nil))
 		msg, _ := enc.AppendSnapshot(nil, 0, 1)
 		b.Run(c.name+"/encode", func(b *testing.B) {
 			b.SetBytes(int64(raw))

@@ -85,12 +85,12 @@ func emptyLike(tb testing.TB, s *Store) *Store {
 func TestSnapshotRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 100, 1000, 10000} {
 		src := gameStore(t, n, uint64(n))
-		raw := AppendSnapshot(nil, src, 4242, 0, nil)
+		raw := appendStoreSnapshot(nil, src, 4242, 0, nil)
 		dst := emptyLike(t, src)
 		if _, err := dst.Create(3); err != nil { // overwritten by the install
 			t.Fatal(err)
 		}
-		f, err := ReadSnapshot(dst, raw)
+		f, err := readStoreSnapshot(dst, raw)
 		if err != nil || f != 4242 {
 			t.Fatalf("n=%d: frame %d, %v", n, f, err)
 		}
@@ -152,7 +152,7 @@ func TestSnapshotCompressRoundTrip(t *testing.T) {
 					t.Fatalf("codec %d n=%d: stores differ", codec, n)
 				}
 			}
-			t.Logf("codec %d, %d entities: %d raw → %d bytes", codec, n, len(AppendSnapshot(nil, src, 0, 1, nil)), len(msg))
+			t.Logf("codec %d, %d entities: %d raw → %d bytes", codec, n, len(appendStoreSnapshot(nil, src, 0, 1, nil)), len(msg))
 		}
 	}
 }
@@ -176,7 +176,7 @@ func TestSnapshotScope(t *testing.T) {
 	src := gameStore(t, 100, 1)
 	mine := func(peer Sender, _ Entity, owner Sender) bool { return owner == peer }
 	dst := emptyLike(t, src)
-	if _, err := ReadSnapshot(dst, AppendSnapshot(nil, src, 1, 2, mine)); err != nil {
+	if _, err := readStoreSnapshot(dst, appendStoreSnapshot(nil, src, 1, 2, mine)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -200,12 +200,12 @@ func TestSnapshotScope(t *testing.T) {
 // decompression bomb, and a stream that decodes to another size.
 func TestSnapshotHostile(t *testing.T) {
 	src := gameStore(t, 40, 2)
-	raw := AppendSnapshot(nil, src, 7, 0, nil)
+	raw := appendStoreSnapshot(nil, src, 7, 0, nil)
 	dst := emptyLike(t, src)
 	before := snapshot(dst)
 	refuse := func(what string, b []byte, want error) {
 		t.Helper()
-		if _, err := ReadSnapshot(dst, b); !errors.Is(err, want) {
+		if _, err := readStoreSnapshot(dst, b); !errors.Is(err, want) {
 			t.Fatalf("%s: %v, want %v", what, err, want)
 		}
 		if !bytes.Equal(snapshot(dst), before) {
@@ -223,7 +223,7 @@ func TestSnapshotHostile(t *testing.T) {
 	refuse("version", bad(func(b []byte) []byte { b[0] = 9; return b }), ErrMalformed)
 	refuse("layout", bad(func(b []byte) []byte { b[6] = 13; return b }), ErrMalformed)
 	small, _ := NewStore(StoreConfig{Components: gameComponents, Capacity: 8})
-	if _, err := ReadSnapshot(small, raw); !errors.Is(err, ErrMalformed) {
+	if _, err := readStoreSnapshot(small, raw); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("more entities than capacity: %v", err)
 	}
 	// First handle: index delta, generation.
@@ -317,7 +317,7 @@ func FuzzSnapshotDecode(f *testing.F) {
 			_ = src.Destroy(e)
 		}
 	}
-	raw := AppendSnapshot(nil, src, 5, 0, nil)
+	raw := appendStoreSnapshot(nil, src, 5, 0, nil)
 	f.Add(raw)
 	for _, c := range []Compression{CompressNone, CompressZstd, CompressS2} {
 		sn, _ := NewSnapshotter(src, nil, SnapshotConfig{Compression: c})
@@ -333,14 +333,14 @@ func FuzzSnapshotDecode(f *testing.F) {
 		if _, err := sn.InstallSnapshot(b); err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrSnapshotTooLarge) {
 			t.Fatalf("compressed: %v", err)
 		}
-		fr, err := ReadSnapshot(dst, b)
+		fr, err := readStoreSnapshot(dst, b)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("raw: %v", err)
 			}
 			return
 		}
-		if again := AppendSnapshot(nil, dst, fr, 0, nil); !bytes.Equal(again, b) {
+		if again := appendStoreSnapshot(nil, dst, fr, 0, nil); !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, b)
 		}
 	})

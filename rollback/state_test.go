@@ -57,7 +57,7 @@ func TestCustomStateVariableSizeComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, _ := NewActionLog(Config{})
+	log, _ := NewActionLog(LogConfig{})
 	x, err := NewExecutor(reg, log, st)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestCustomStateVariableSizeComponents(t *testing.T) {
 	if got := st.names[e]; !bytes.Equal(got, []byte("ann")) {
 		t.Fatalf("after rewind to the start: %q", got)
 	}
-	if x.Rejected(0, NumRejectReasons) != 0 {
+	if x.Rejected(0, numRejectReasons) != 0 {
 		t.Fatal("Rejected(out-of-range reason)")
 	}
 }

@@ -7,22 +7,22 @@ import (
 
 // Store limits.
 const (
-	// DefaultStoreCapacity is the entity capacity of a StoreConfig whose
+	// defaultStoreCapacity is the entity capacity of a StoreConfig whose
 	// Capacity is zero.
-	DefaultStoreCapacity = 1024
-	// MaxStoreCapacity is the largest StoreConfig.Capacity.
-	MaxStoreCapacity = 1 << 24
-	// MaxComponentSize is the largest size of one component in a Store.
-	MaxComponentSize = 1 << 16
-	// MaxComponents is the largest number of component types in a Store.
-	MaxComponents = 1024
+	defaultStoreCapacity = 1024
+	// maxStoreCapacity is the largest StoreConfig.Capacity.
+	maxStoreCapacity = 1 << 24
+	// maxComponentSize is the largest size of one component in a Store.
+	maxComponentSize = 1 << 16
+	// maxComponents is the largest number of component types in a Store.
+	maxComponents = 1024
 )
 
 // ComponentSpec describes one fixed-size component type of a Store.
 type ComponentSpec struct {
 	// Name identifies the component in errors and lookups; unique, non-empty.
 	Name string
-	// Size is the encoded size in bytes, 1..MaxComponentSize. Every entity
+	// Size is the encoded size in bytes, 1..65536. Every entity
 	// holds exactly Size bytes of this component, zero on creation.
 	Size int
 }
@@ -31,11 +31,11 @@ type ComponentSpec struct {
 // every other field means its default.
 type StoreConfig struct {
 	// Components lists the component types in registration order, which
-	// is their ComponentID and their wire order. 1..MaxComponents entries.
+	// is their ComponentID and their wire order. 1..1024 entries.
 	Components []ComponentSpec
 
-	// Capacity is the maximum number of live entities, 1..MaxStoreCapacity.
-	// Default DefaultStoreCapacity. Every column is allocated for the full
+	// Capacity is the maximum number of live entities, 1..1<<24.
+	// Default 1024. Every column is allocated for the full
 	// capacity up front, so memory is Capacity × (sum of sizes + 10 bytes),
 	// and component views never move.
 	Capacity int
@@ -44,11 +44,11 @@ type StoreConfig struct {
 // Validate reports whether c is usable; a zero Capacity is valid (default).
 // Errors wrap ErrInvalidConfig.
 func (c StoreConfig) Validate() error {
-	if len(c.Components) == 0 || len(c.Components) > MaxComponents {
-		return fmt.Errorf("%w: store needs 1..%d components, got %d", ErrInvalidConfig, MaxComponents, len(c.Components))
+	if len(c.Components) == 0 || len(c.Components) > maxComponents {
+		return fmt.Errorf("%w: store needs 1..%d components, got %d", ErrInvalidConfig, maxComponents, len(c.Components))
 	}
-	if c.Capacity < 0 || c.Capacity > MaxStoreCapacity {
-		return fmt.Errorf("%w: store capacity %d outside 1..%d", ErrInvalidConfig, c.Capacity, MaxStoreCapacity)
+	if c.Capacity < 0 || c.Capacity > maxStoreCapacity {
+		return fmt.Errorf("%w: store capacity %d outside 1..%d", ErrInvalidConfig, c.Capacity, maxStoreCapacity)
 	}
 	seen := make(map[string]bool, len(c.Components))
 	for i, spec := range c.Components {
@@ -59,8 +59,8 @@ func (c StoreConfig) Validate() error {
 			return fmt.Errorf("%w: component name %q registered twice", ErrInvalidConfig, spec.Name)
 		}
 		seen[spec.Name] = true
-		if spec.Size < 1 || spec.Size > MaxComponentSize {
-			return fmt.Errorf("%w: component %q size %d outside 1..%d", ErrInvalidConfig, spec.Name, spec.Size, MaxComponentSize)
+		if spec.Size < 1 || spec.Size > maxComponentSize {
+			return fmt.Errorf("%w: component %q size %d outside 1..%d", ErrInvalidConfig, spec.Name, spec.Size, maxComponentSize)
 		}
 	}
 	return nil
@@ -100,15 +100,21 @@ type Store struct {
 	retired  int
 }
 
+// WithDefaults returns c with a zero Capacity replaced by its default
+// (1024). Components has no default.
+func (c StoreConfig) WithDefaults() StoreConfig {
+	if c.Capacity == 0 {
+		c.Capacity = defaultStoreCapacity
+	}
+	return c
+}
+
 // NewStore allocates a store for cfg. Errors wrap ErrInvalidConfig.
 func NewStore(cfg StoreConfig) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := cfg.Capacity
-	if n == 0 {
-		n = DefaultStoreCapacity
-	}
+	n := cfg.WithDefaults().Capacity
 	s := &Store{
 		names: make([]string, len(cfg.Components)),
 		sizes: make([]int, len(cfg.Components)),
@@ -330,7 +336,7 @@ func (s *Store) Clear() {
 // Restore makes e live, in its exact slot and with its exact generation,
 // owned by owner and with every component zeroed (the caller then writes
 // them): it is for snapshot install only, where the server's handles must
-// be reproduced on the client (ReadSnapshot calls it after Clear, slots in
+// be reproduced on the client (snapshot install calls it after Clear, slots in
 // ascending order). Skipped never-used slots join the free queue. Errors:
 // ErrStaleEntity for an index beyond the capacity or generation 0,
 // ErrSlotTaken when the slot holds a live entity. Not rewindable. Cost:

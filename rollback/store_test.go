@@ -12,10 +12,10 @@ func TestStoreConfig(t *testing.T) {
 		{},
 		{Components: []ComponentSpec{{Name: "", Size: 1}}},
 		{Components: []ComponentSpec{{Name: "a", Size: 0}}},
-		{Components: []ComponentSpec{{Name: "a", Size: MaxComponentSize + 1}}},
+		{Components: []ComponentSpec{{Name: "a", Size: maxComponentSize + 1}}},
 		{Components: []ComponentSpec{{Name: "a", Size: 1}, {Name: "a", Size: 2}}},
 		{Components: testComponents, Capacity: -1},
-		{Components: testComponents, Capacity: MaxStoreCapacity + 1},
+		{Components: testComponents, Capacity: maxStoreCapacity + 1},
 	}
 	for _, c := range bad {
 		if _, err := NewStore(c); !errors.Is(err, ErrInvalidConfig) {
@@ -26,7 +26,7 @@ func TestStoreConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Capacity() != DefaultStoreCapacity || s.NumComponents() != 3 || s.ComponentSize(cPos) != 8 ||
+	if s.Capacity() != defaultStoreCapacity || s.NumComponents() != 3 || s.ComponentSize(cPos) != 8 ||
 		s.ComponentSize(9) != 0 || s.ComponentName(cHP) != "hp" || s.ComponentName(9) != "" {
 		t.Fatal("store accessors")
 	}

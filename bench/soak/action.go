@@ -57,7 +57,7 @@ func newWorld() (*world, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if w.log, err = rollback.NewActionLog(rollback.Config{FrameCapacity: frameCapacity}); err != nil {
+	if w.log, err = rollback.NewActionLog(rollback.LogConfig{FrameCapacity: frameCapacity}); err != nil {
 		return nil, err
 	}
 	reg := rollback.NewRegistry[*rollback.Store]()

@@ -103,7 +103,7 @@ type peerBench struct {
 
 func newPeerBench(tb testing.TB, peers int) *peerBench {
 	tb.Helper()
-	x, _, ents, ids := peerWorld(tb, 64, 64, rollback.Config{})
+	x, _, ents, ids := peerWorld(tb, 64, 64, rollback.LogConfig{})
 	srv, err := rollback.NewServer(x, nil, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 8})
 	if err != nil {
 		tb.Fatal(err)
@@ -140,7 +140,7 @@ func (pb *peerBench) clientSide() {
 }
 
 // serverSide is the server's tick: receive every peer's datagrams (inputs
-// to ServerLink.OnMessage and Server.SubmitInput, acks to the record
+// to ServerLink.OnMessage and Server.Submit, acks to the record
 // verdicts), Server.Tick, then per peer ServerLink.Flush and Channel.Flush.
 func (pb *peerBench) serverSide() {
 	pb.frame++
@@ -162,7 +162,7 @@ func (pb *peerBench) serverSide() {
 
 // A 60 Hz server tick with 64 peers over back-to-back channels (no
 // sockets), timing everything the server does: receive each peer's
-// datagram (its input message → ServerLink.OnMessage → SubmitInput; its
+// datagram (its input message → ServerLink.OnMessage → Submit; its
 // acks → the record verdicts → Replicator.OnRecord), Server.Tick (64
 // inputs, no step), then for each peer ServerLink.Flush (pack the final
 // frames owed, SendRecord) and Channel.Flush (build the datagram). The
@@ -193,7 +193,7 @@ func BenchmarkPeerServerTick64(b *testing.B) {
 }
 
 func TestNoAllocsLinks(t *testing.T) {
-	sw := newWorld(t, rollback.Config{FrameCapacity: 16}, 64)
+	sw := newWorld(t, rollback.LogConfig{FrameCapacity: 16}, 64)
 	srv, err := rollback.NewServer(sw.x, testStep(sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, Checksum: sw.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestNoAllocsLinks(t *testing.T) {
 		move = cw.ids.move.Encode(move[:0], Move{int32(f % 3), -1})
 		_ = in.Add(cw.ids.move.ID(), cw.ents[2], move)
 	}
-	cw = newWorld(t, rollback.Config{FrameCapacity: 16}, 64)
+	cw = newWorld(t, rollback.LogConfig{FrameCapacity: 16}, 64)
 	c, _ := rollback.NewClient(cw.x, 1, sample, testStep(cw), rollback.ClientConfig{Checksum: cw.store.Checksum})
 	repl, _ := rollback.NewReplicator(sw.log, nil)
 	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{})

@@ -62,7 +62,7 @@ const clockRewind = 8 // ServerConfig.MaxRewindFrames
 func newClockRig(tb testing.TB, seed uint64, link simlink.LinkConfig) *clockRig {
 	tb.Helper()
 	r := &clockRig{t: tb, net: newSimNet(tb, seed, link)}
-	r.sw = newWorld(tb, rollback.Config{FrameCapacity: 64}, 64)
+	r.sw = newWorld(tb, rollback.LogConfig{FrameCapacity: 64}, 64)
 	var err error
 	if r.srv, err = rollback.NewServer(r.sw.x, testStep(r.sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: clockRewind, Checksum: r.sw.store.Checksum}); err != nil {
 		tb.Fatal(err)
@@ -87,7 +87,7 @@ func (r *clockRig) local(cl *clockClient) time.Duration {
 func (r *clockRig) addClient(p rollback.Sender, origin time.Duration, rate float64, join bool) *clockClient {
 	r.t.Helper()
 	cl := &clockClient{p: p, rng: rand.New(rand.NewPCG(uint64(p)+1, 99)), origin: origin, rate: rate, joinAt: r.now, minDepth: 1 << 30, maxDepth: -1 << 30}
-	cl.w = newWorld(r.t, rollback.Config{FrameCapacity: 64}, 64)
+	cl.w = newWorld(r.t, rollback.LogConfig{FrameCapacity: 64}, 64)
 	sample := func(f uint32, in *rollback.InputBuffer) {
 		w := cl.w
 		if err := in.Add(w.ids.move.ID(), w.ents[2*p], w.ids.move.Encode(nil, Move{cl.rng.Int32N(5) - 2, cl.rng.Int32N(5) - 2})); err != nil {

@@ -4,7 +4,7 @@
 // ClientLinks adapt them to a transport.Endpoint's handler.
 //
 // ServerLink and ClientLink are the transport.Handler of a peer's channel
-// on each side: inputs travel as reliable messages to rollback.Server.SubmitInput,
+// on each side: inputs travel as reliable messages to rollback.Server.Submit,
 // and every input it refuses is reported back (rollback.Client.Refused takes it
 // out of the prediction); slices go out with Channel.SendRecord each tick
 // (ServerLink.Flush) and come back as record verdicts; checksums of final

@@ -35,7 +35,7 @@ func TestEndpointLinks(t *testing.T) {
 	if err := net.SetDefaultLink(sim(25, 5, 10)); err != nil {
 		t.Fatal(err)
 	}
-	sw := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	sw := newWorld(t, rollback.LogConfig{FrameCapacity: 64}, 64)
 	srv, err := rollback.NewServer(sw.x, testStep(sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: sessRewind, Checksum: sw.store.Checksum})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestEndpointLinks(t *testing.T) {
 		}
 		cl := &client{}
 		cl.h = NewClientLinks(func(p rollback.Sender) (*ClientLink[*rollback.Store], error) {
-			w := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+			w := newWorld(t, rollback.LogConfig{FrameCapacity: 64}, 64)
 			rng := rand.New(rand.NewPCG(uint64(p)+1, 77))
 			sample := func(f uint32, in *rollback.InputBuffer) {
 				in.Add(w.ids.move.ID(), w.ents[2*p], w.ids.move.Encode(nil, Move{rng.Int32N(5) - 2, rng.Int32N(5) - 2}))

@@ -14,7 +14,7 @@ import (
 
 // peerWorld is a store of n entities, entity i owned by peer i%peers,
 // with the test registry, a log and an executor.
-func peerWorld(b testing.TB, n, peers int, cfg rollback.Config) (*rollback.Executor[*rollback.Store], *rollback.Store, []rollback.Entity, actionIDs) {
+func peerWorld(b testing.TB, n, peers int, cfg rollback.LogConfig) (*rollback.Executor[*rollback.Store], *rollback.Store, []rollback.Entity, actionIDs) {
 	b.Helper()
 	store, err := rollback.NewStore(rollback.StoreConfig{Components: testComponents, Capacity: n})
 	if err != nil {
@@ -58,7 +58,7 @@ func copyStore(dst, src *rollback.Store) {
 
 // newClientWorld builds a world (same entities as newServerWorld's) driven
 // by a Client of peer.
-func newClientWorld(tb testing.TB, cfg rollback.Config, peer rollback.Sender, sample rollback.Sampler, withStep bool, ccfg rollback.ClientConfig) (*world, *rollback.Client[*rollback.Store]) {
+func newClientWorld(tb testing.TB, cfg rollback.LogConfig, peer rollback.Sender, sample rollback.Sampler, withStep bool, ccfg rollback.ClientConfig) (*world, *rollback.Client[*rollback.Store]) {
 	tb.Helper()
 	w := newWorld(tb, cfg, 64)
 	var step rollback.StepFunc
@@ -253,7 +253,7 @@ type world struct {
 // entityOwners: two entities per peer 0–3, then two the server owns.
 var entityOwners = []rollback.Sender{0, 0, 1, 1, 2, 2, 3, 3, rollback.SenderLocal, rollback.SenderLocal}
 
-func newWorld(tb testing.TB, cfg rollback.Config, capacity int) *world {
+func newWorld(tb testing.TB, cfg rollback.LogConfig, capacity int) *world {
 	tb.Helper()
 	w := &world{}
 	var err error
@@ -406,7 +406,7 @@ func testStep(w *world) rollback.StepFunc {
 
 // newServerWorld builds a world (64-entity store, the standard entities)
 // driven by a Server, with testStep if withStep.
-func newServerWorld(tb testing.TB, cfg rollback.Config, scfg rollback.ServerConfig, withStep bool) (*world, *rollback.Server[*rollback.Store]) {
+func newServerWorld(tb testing.TB, cfg rollback.LogConfig, scfg rollback.ServerConfig, withStep bool) (*world, *rollback.Server[*rollback.Store]) {
 	tb.Helper()
 	w := newWorld(tb, cfg, 64)
 	var step rollback.StepFunc
@@ -531,7 +531,7 @@ func emptyLike(tb testing.TB, s *rollback.Store) *rollback.Store {
 // 64 entities (entity i owned by peer i).
 func denseLog(tb testing.TB, frames uint32, perFrame int) (*rollback.Executor[*rollback.Store], []rollback.Entity, actionIDs) {
 	tb.Helper()
-	x, _, ents, ids := peerWorld(tb, 64, 64, rollback.Config{})
+	x, _, ents, ids := peerWorld(tb, 64, 64, rollback.LogConfig{})
 	for f := uint32(1); f <= frames; f++ {
 		if err := x.Log().BeginFrame(f); err != nil {
 			tb.Fatal(err)

@@ -25,7 +25,7 @@ func FuzzClientLinkMessage(f *testing.F) {
 	f.Add([]byte{msgSnapshot, 2, 5, 1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var w *world
-		w, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, func(f uint32, in *rollback.InputBuffer) {
+		w, c := newClientWorld(t, rollback.LogConfig{FrameCapacity: 16}, 1, func(f uint32, in *rollback.InputBuffer) {
 			_ = in.Add(w.ids.heal, w.ents[3], le32(int32(f)))
 		}, false, rollback.ClientConfig{Checksum: func() uint64 { return 7 }})
 		cl, err := NewClientLink(c, LinkConfig{})

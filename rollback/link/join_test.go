@@ -123,7 +123,7 @@ func background(tb testing.TB, s *rollback.Store, n int, seed uint64) {
 func newJoinRig(tb testing.TB, seed uint64, link simlink.LinkConfig, bg, rewind int) *joinRig {
 	tb.Helper()
 	r := &joinRig{t: tb, net: newSimNet(tb, seed, link), link: link, rewind: rewind, bg: bg, bgSeed: seed, last: ^uint32(0), lead: 2}
-	r.sw = newWorld(tb, rollback.Config{}, len(entityOwners)+bg)
+	r.sw = newWorld(tb, rollback.LogConfig{}, len(entityOwners)+bg)
 	background(tb, r.sw.store, bg, r.bgSeed)
 	var err error
 	if r.srv, err = rollback.NewServer(r.sw.x, testStep(r.sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: rewind, Checksum: activeSum(r.sw)}); err != nil {
@@ -143,7 +143,7 @@ func newJoinRig(tb testing.TB, seed uint64, link simlink.LinkConfig, bg, rewind 
 func (r *joinRig) addClient(p rollback.Sender, resident bool) *joinClient {
 	r.t.Helper()
 	cl := &joinClient{p: p, resident: resident, rng: rand.New(rand.NewPCG(uint64(p)+1, r.bgSeed)), joinAt: int(r.net.tick)}
-	cl.w = newWorld(r.t, rollback.Config{}, len(entityOwners)+r.bg)
+	cl.w = newWorld(r.t, rollback.LogConfig{}, len(entityOwners)+r.bg)
 	if resident {
 		background(r.t, cl.w.store, r.bg, r.bgSeed)
 	}

@@ -162,8 +162,8 @@ func (c LinkConfig) Validate() error {
 		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", rollback.ErrInvalidConfig, c.SlicesPerFlush, MaxSlicesPerFlush)
 	case c.MaxPendingRecords < 0 || c.MaxPendingRecords > MaxMaxPendingRecords:
 		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
-	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxMaxFutureFrames:
-		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxMaxFutureFrames)
+	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxChecksumEvery:
+		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxChecksumEvery)
 	case c.TickPeriod != 0 && (c.TickPeriod < MinTickPeriod || c.TickPeriod > MaxTickPeriod):
 		return fmt.Errorf("%w: TickPeriod %v outside %v..%v", rollback.ErrInvalidConfig, c.TickPeriod, MinTickPeriod, MaxTickPeriod)
 	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
@@ -199,7 +199,7 @@ func (c LinkConfig) WithDefaults() LinkConfig {
 // ServerLinkStats are a ServerLink's counters.
 type ServerLinkStats struct {
 	// InputMessages counts input messages received; InputsAccepted and
-	// InputsRefused how Server.SubmitInput took their inputs (the server's
+	// InputsRefused how Server.Submit took their inputs (the server's
 	// own counters give the refusal reasons). RefusalsSent counts the
 	// refusals reported back to the client (one message each),
 	// RefusalsDropped those that did not fit maxRefusalBytes while the
@@ -240,7 +240,7 @@ type ServerLinkStats struct {
 // ServerLink is the server's side of one client's action stream — the
 // action-stream Peer glue on the server. It is the client channel's
 // transport.Handler: input messages from the client go to
-// Server.SubmitInput, the channel's record verdicts to the Replicator.
+// Server.Submit, the channel's record verdicts to the Replicator.
 // Each tick, after Server.Tick, Flush packs the frames owed to the client
 // (through Server.FinalThrough: only final frames are replicated, so a
 // frame never changes after it was sent) into action slices and sends them
@@ -389,7 +389,7 @@ func (l *ServerLink[S]) inputs(b []byte) {
 	for n := in.count; n > 0; n-- {
 		r, k, _ := wire.ParseActionRecord(recs) // validated by parseInputs
 		recs = recs[k:]
-		if err := l.srv.SubmitInput(in.frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
+		if err := l.srv.Submit(in.frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
 			l.st.InputsRefused++
 			l.refuse(in.frame, err, r)
 		} else {
@@ -429,7 +429,7 @@ func (l *ServerLink[S]) refuse(frame uint32, err error, r wire.ActionRecord) {
 	l.refEnds = append(l.refEnds, int32(len(l.refs)))
 }
 
-// refusalReason maps a Server.SubmitInput error to its drop reason; ok is
+// refusalReason maps a Server.Submit error to its drop reason; ok is
 // false for an error that is not a refusal of the input (ErrInStep).
 func refusalReason(err error) (rollback.DropReason, bool) {
 	switch {

@@ -55,7 +55,7 @@ const sessRewind = 12 // ServerConfig.MaxRewindFrames: the replication delay
 func newSession(t testing.TB, seed uint64, link simlink.LinkConfig, lcfg LinkConfig) *session {
 	t.Helper()
 	s := &session{t: t, net: newSimNet(t, seed, link), lead: 4, last: ^uint32(0), lcfg: lcfg}
-	s.sw = newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	s.sw = newWorld(t, rollback.LogConfig{FrameCapacity: 64}, 64)
 	var err error
 	s.srv, err = rollback.NewServer(s.sw.x, testStep(s.sw), rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: sessRewind, Checksum: s.sw.store.Checksum})
 	if err != nil {
@@ -81,7 +81,7 @@ func newSession(t testing.TB, seed uint64, link simlink.LinkConfig, lcfg LinkCon
 func (s *session) addClient(p rollback.Sender, install bool) *sessClient {
 	s.t.Helper()
 	cl := &sessClient{p: p, rng: rand.New(rand.NewPCG(uint64(p)+1, 77)), from: 1, to: ^uint32(0)}
-	cl.w = newWorld(s.t, rollback.Config{FrameCapacity: 64}, 64)
+	cl.w = newWorld(s.t, rollback.LogConfig{FrameCapacity: 64}, 64)
 	if s.extra != nil {
 		s.extra(cl.w.store)
 	}
@@ -386,7 +386,7 @@ func TestLinkConvergesAndCountsAgedOut(t *testing.T) {
 func TestFragmentedSliceCreditedWhole(t *testing.T) {
 	const frames = 300
 	net := newSimNet(t, 5, sim(25, 5, 10))
-	w := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	w := newWorld(t, rollback.LogConfig{FrameCapacity: 64}, 64)
 	repl, _ := rollback.NewReplicator(w.log, nil)
 	const peer = 6
 	_ = repl.AddPeer(peer, 0)
@@ -497,7 +497,7 @@ func (v *verdicts) OnDisconnect(wire.DisconnectReason) {}
 // claiming another sender), never panics, submits good ones under the
 // channel's peer id, and hands messages it does not handle to OnOther.
 func TestServerLinkMessages(t *testing.T) {
-	w, srv := newServerWorld(t, rollback.Config{FrameCapacity: 16}, rollback.ServerConfig{FirstFrame: 1}, false)
+	w, srv := newServerWorld(t, rollback.LogConfig{FrameCapacity: 16}, rollback.ServerConfig{FirstFrame: 1}, false)
 	repl, _ := rollback.NewReplicator(w.log, nil)
 	var other int
 	l, err := NewServerLink(srv, repl, 1, 0, LinkConfig{OnOther: func(transport.Message) { other++ }})
@@ -538,7 +538,7 @@ func TestServerLinkMessages(t *testing.T) {
 func TestPipelinedSlicesConverge(t *testing.T) {
 	const frames = 400
 	net := newSimNet(t, 21, sim(25, 5, 20))
-	w := newWorld(t, rollback.Config{FrameCapacity: 64}, 64)
+	w := newWorld(t, rollback.LogConfig{FrameCapacity: 64}, 64)
 	srv, err := rollback.NewServer(w.x, nil, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, MaxQueuedActions: 4096})
 	if err != nil {
 		t.Fatal(err)
@@ -608,13 +608,13 @@ func TestPipelinedSlicesConverge(t *testing.T) {
 }
 
 // A refused input comes back: the server link queues a report of every
-// input Server.SubmitInput refuses (kind 0x08: frame, reason, the record)
+// input Server.Submit refuses (kind 0x08: frame, reason, the record)
 // and sends it on the next Flush; the client link hands it to
 // Client.Refused, which takes the input out of the client's unconfirmed
 // history. Malformed reports and announcements are counted and change
 // nothing.
 func TestLinkRefusalMessages(t *testing.T) {
-	w, srv := newServerWorld(t, rollback.Config{FrameCapacity: 16}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, false)
+	w, srv := newServerWorld(t, rollback.LogConfig{FrameCapacity: 16}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4}, false)
 	repl, _ := rollback.NewReplicator(w.log, nil)
 	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{ChecksumEvery: NoChecksums})
 	if err != nil {
@@ -622,7 +622,7 @@ func TestLinkRefusalMessages(t *testing.T) {
 	}
 	mustTick(t, srv, 10) // frames up to 6 are final: an input for 3 is too old
 	var cw *world
-	cw, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, func(f uint32, in *rollback.InputBuffer) {
+	cw, c := newClientWorld(t, rollback.LogConfig{FrameCapacity: 16}, 1, func(f uint32, in *rollback.InputBuffer) {
 		_ = in.Add(cw.ids.heal, cw.ents[3], le32(int32(f)))
 	}, false, rollback.ClientConfig{})
 	cl, err := NewClientLink(c, LinkConfig{})

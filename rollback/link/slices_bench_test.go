@@ -21,7 +21,7 @@ import (
 func slicesRun(tb testing.TB, k, perFrame int, loss float64, ticks, deadFrom, deadTo int) (meanLag float64, maxLag uint32, recover int, aged uint64, bytesPerFrame float64) {
 	tb.Helper()
 	net := newSimNet(tb, 11, sim(25, 5, loss))
-	w := newWorld(tb, rollback.Config{FrameCapacity: 64}, 64)
+	w := newWorld(tb, rollback.LogConfig{FrameCapacity: 64}, 64)
 	srv, err := rollback.NewServer(w.x, nil, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 4, MaxQueuedActions: 4096})
 	if err != nil {
 		tb.Fatal(err)

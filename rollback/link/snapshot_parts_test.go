@@ -227,7 +227,7 @@ func (f *fakeStream) MaxRecordSize() int                      { return 60000 }
 // answered by the next snapshot. The client link joins the parts and
 // installs both snapshots.
 func TestServerLinkSnapshotPartsWait(t *testing.T) {
-	w, srv := newServerWorld(t, rollback.Config{FrameCapacity: 64}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 2, Checksum: func() uint64 { return 1 }}, true)
+	w, srv := newServerWorld(t, rollback.LogConfig{FrameCapacity: 64}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 2, Checksum: func() uint64 { return 1 }}, true)
 	_ = w
 	repl, _ := rollback.NewReplicator(w.log, nil)
 	l, err := NewServerLink(srv, repl, 1, 0, LinkConfig{SnapshotChunk: 256})
@@ -346,7 +346,7 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 // client takes any) whose sink writes dst.
 func newPartsClient(t testing.TB, dst *rollback.Store) *ClientLink[*rollback.Store] {
 	t.Helper()
-	_, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, nil, false, rollback.ClientConfig{})
+	_, c := newClientWorld(t, rollback.LogConfig{FrameCapacity: 16}, 1, nil, false, rollback.ClientConfig{})
 	cl, err := NewClientLink(c, LinkConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +445,7 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 		}
 	}
 	// Without a sink, parts are malformed messages like snapshots.
-	_, c := newClientWorld(t, rollback.Config{FrameCapacity: 16}, 1, nil, false, rollback.ClientConfig{})
+	_, c := newClientWorld(t, rollback.LogConfig{FrameCapacity: 16}, 1, nil, false, rollback.ClientConfig{})
 	cl, _ := NewClientLink(c, LinkConfig{})
 	cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: ps[0]})
 	if st := cl.Stats(); st.Malformed != 1 || st.SnapshotParts != 0 {
@@ -675,7 +675,7 @@ func TestRefusedSnapshotIsAskedForAgain(t *testing.T) {
 
 	// The server answers it, though it sent a snapshot (of frame 50) since
 	// the client's baseline.
-	sw, srv := newServerWorld(t, rollback.Config{FrameCapacity: 64}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 2}, true)
+	sw, srv := newServerWorld(t, rollback.LogConfig{FrameCapacity: 64}, rollback.ServerConfig{FirstFrame: 1, MaxRewindFrames: 2}, true)
 	repl, _ := rollback.NewReplicator(sw.log, nil)
 	sl, err := NewServerLink(srv, repl, 1, 0, LinkConfig{})
 	if err != nil {
