@@ -34,6 +34,9 @@ type session struct {
 	lcfg    LinkConfig
 	maxSeen int                   // largest PendingAckCount seen
 	extra   func(*rollback.Store) // if set, run on every client's store once built (session.grow)
+	// linkErr, if set, takes the links' Flush errors (server: the server
+	// link's) instead of failing the test.
+	linkErr func(p rollback.Sender, server bool, err error)
 }
 
 type sessClient struct {
@@ -147,7 +150,10 @@ func (s *session) step(advance bool) {
 	}
 	for _, cl := range s.cls {
 		if err := cl.slink.Flush(cl.se.ch); err != nil {
-			s.t.Fatal(err)
+			if s.linkErr == nil {
+				s.t.Fatal(err)
+			}
+			s.linkErr(cl.p, true, err)
 		}
 		cl.se.flush(now, tick)
 		s.maxSeen = max(s.maxSeen, cl.slink.PendingAckCount())
@@ -161,7 +167,10 @@ func (s *session) step(advance bool) {
 			}
 		}
 		if err := cl.link.Flush(cl.ce.ch); err != nil {
-			s.t.Fatal(err)
+			if s.linkErr == nil {
+				s.t.Fatal(err)
+			}
+			s.linkErr(cl.p, false, err)
 		}
 		cl.ce.flush(now, tick)
 	}
