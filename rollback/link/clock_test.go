@@ -15,7 +15,14 @@ import (
 var (
 	clockSeed    = flag.Uint64("clock.seed", 1, "clock tests: the seed of the simulated network")
 	clockSeconds = flag.Int("clock.seconds", 0, "clock tests: seconds of game to run after the join (0: the test's default)")
+	clockDelay   = flag.Int("clock.delay", 25, "clock tests: one-way delay of the simulated links, ms")
+	clockJitter  = flag.Int("clock.jitter", 5, "clock tests: jitter of the simulated links, ms")
+	clockLoss    = flag.Float64("clock.loss", 5, "clock tests: loss of the simulated links, %")
 )
+
+// clockLink is the clock tests' link: sim(25, 5, 5) unless the flags say
+// otherwise.
+func clockLink() simlink.LinkConfig { return sim(*clockDelay, *clockJitter, *clockLoss) }
 
 // The clock rig: a server and clients, each with its own clock — the
 // client's local time is origin + rate × (the network's time), so its
@@ -230,10 +237,10 @@ func TestClockSyncAtJoin(t *testing.T) {
 	if *clockSeconds > 0 {
 		seconds = *clockSeconds
 	}
-	r := newClockRig(t, *clockSeed, sim(25, 5, 5))
+	r := newClockRig(t, *clockSeed, clockLink())
 	defer func() {
 		if t.Failed() {
-			t.Logf("reproduce: go test ./rollback/link -run TestClockSyncAtJoin -clock.seed=%d", *clockSeed)
+			t.Logf("reproduce: go test ./rollback/link -run TestClockSyncAtJoin -clock.seed=%d -clock.delay=%d -clock.jitter=%d -clock.loss=%g", *clockSeed, *clockDelay, *clockJitter, *clockLoss)
 		}
 	}()
 	resident := r.addClient(0, 7*time.Hour+123*time.Millisecond, 1, false)
@@ -270,10 +277,10 @@ func TestClockDriftCorrected(t *testing.T) {
 	if *clockSeconds > 0 {
 		seconds = *clockSeconds
 	}
-	r := newClockRig(t, *clockSeed, sim(25, 5, 5))
+	r := newClockRig(t, *clockSeed, clockLink())
 	defer func() {
 		if t.Failed() {
-			t.Logf("reproduce: go test ./rollback/link -run TestClockDriftCorrected -clock.seed=%d", *clockSeed)
+			t.Logf("reproduce: go test ./rollback/link -run TestClockDriftCorrected -clock.seed=%d -clock.delay=%d -clock.jitter=%d -clock.loss=%g", *clockSeed, *clockDelay, *clockJitter, *clockLoss)
 		}
 	}()
 	fast := r.addClient(0, 3*time.Second, 1.01, false)
