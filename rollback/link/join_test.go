@@ -57,8 +57,8 @@ type joinRig struct {
 	// handClock: the clients set their frame by hand (target) as a game
 	// without the link's clock would; else they run ClientLink.Frame.
 	handClock bool
-	cls    []*joinClient
-	skew   map[rollback.Sender]bool // clients whose step diverges from the server's
+	cls       []*joinClient
+	skew      map[rollback.Sender]bool // clients whose step diverges from the server's
 }
 
 type joinClient struct {
