@@ -122,9 +122,10 @@ func BenchmarkServerRewindReplay8x256(b *testing.B) {
 }
 
 // A client tick at steady state: the server's records for the frame four
-// back arrive with another peer's input it did not predict, so the client
-// rewinds four frames, applies the authoritative frame, replays three
-// predicted frames (own input + the test step) and predicts the next.
+// back arrive with another peer's input it did not predict (remote
+// prediction off), so the client rewinds four frames, applies the
+// authoritative frame, replays three predicted frames (own input + the
+// test step) and predicts the next.
 func BenchmarkClientReconcile4(b *testing.B) {
 	var w *world
 	move := make([]byte, 0, 8)
@@ -134,7 +135,7 @@ func BenchmarkClientReconcile4(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	w, c := newClientWorld(b, LogConfig{}, 0, sample, true, ClientConfig{})
+	w, c := newClientWorld(b, LogConfig{}, 0, sample, true, ClientConfig{NoRemotePrediction: true})
 	if err := c.InstallSnapshot(0); err != nil {
 		b.Fatal(err)
 	}
@@ -172,5 +173,64 @@ func BenchmarkClientReconcile4(b *testing.B) {
 	}
 	if got := c.Stats().Rewinds - before; got != uint64(b.N) {
 		b.Fatalf("%d rewinds for %d ticks", got, b.N)
+	}
+}
+
+// A client tick at steady state with two other peers holding their inputs
+// (a move each, every frame): the client predicts both by repeat-last, the
+// server's records for the frame four back equal the prediction, so the
+// tick reconciles by comparison alone (a hit, no rewind) and predicts the
+// next frame — two remote inputs, its own, the test step.
+func BenchmarkClientPredictRemote2(b *testing.B) {
+	var w *world
+	move := make([]byte, 0, 8)
+	sample := func(f uint32, in *InputBuffer) {
+		move = w.ids.move.Encode(move[:0], Move{int32(f % 5), 1})
+		if err := in.Add(w.ids.move.ID(), w.ents[2], move); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w, c := newClientWorld(b, LogConfig{}, 1, sample, true, ClientConfig{})
+	if err := c.InstallSnapshot(0); err != nil {
+		b.Fatal(err)
+	}
+	held0, held2 := moveIn(w, 0, 0, 1, 0), moveIn(w, 2, 0, 0, -1)
+	recs := make([]Record, 0, 64)
+	present := uint32(0)
+	tick := func() {
+		present++
+		if present > 4 {
+			f := present - 4
+			v, err := w.log.Frame(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[:0]
+			for i := range v.Len() {
+				recs = append(recs, v.Record(i))
+			}
+			if f == 1 { // the first frame: the peers' held inputs, where the server's sort puts them
+				recs = append([]Record{{Sender: 0, Type: held0.Type, Entity: held0.Entity, Payload: held0.Payload}}, recs...)
+				recs = append(recs[:2], append([]Record{{Sender: 2, Type: held2.Type, Entity: held2.Entity, Payload: held2.Payload}}, recs[2:]...)...)
+			}
+			if err := c.Confirm(f, recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := c.Tick(present); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 3 * w.log.FrameCapacity() {
+		tick()
+	}
+	before := c.Stats()
+	b.ReportAllocs()
+	for b.Loop() {
+		tick()
+	}
+	st := c.Stats()
+	if st.Rewinds != before.Rewinds || st.PredictionHits-before.PredictionHits != uint64(b.N) || st.RemoteInputsPredicted-before.RemoteInputsPredicted != 2*uint64(b.N) {
+		b.Fatalf("%d ticks: %d rewinds, %d hits, %d remote inputs predicted", b.N, st.Rewinds-before.Rewinds, st.PredictionHits-before.PredictionHits, st.RemoteInputsPredicted-before.RemoteInputsPredicted)
 	}
 }

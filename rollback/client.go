@@ -51,6 +51,48 @@ type ClientConfig struct {
 	// ChecksumEvery is the checksum interval in frames. Default 1; range
 	// 1..MaxChecksumEvery.
 	ChecksumEvery int
+
+	// Predict predicts the other peers' inputs for the frames the client
+	// simulates ahead of the server (see PredictFunc). Nil means
+	// RepeatLast: every peer keeps doing what it did in the newest frame
+	// the client knows.
+	Predict PredictFunc
+	// NoRemotePrediction turns the prediction of other peers' inputs off
+	// (Predict must then be nil): a predicted frame holds the client's own
+	// inputs and the step only, so any other peer's input in a confirmed
+	// frame forces a rewind.
+	NoRemotePrediction bool
+}
+
+// PredictFunc predicts one remote peer's inputs for a frame the client
+// simulates before the server has confirmed it. It is called on every
+// simulation of a predicted frame — the first and every replay — once per
+// peer (other than the client's own) that has inputs in the newest frame
+// before frame whose authoritative records the client holds: last is that
+// peer's inputs in it, in the server's order, each with that frame as its
+// Frame and the peer as its Sender. Pure events (action types that write
+// nothing, ActionType.IsEvent) are never in last: an event cannot be
+// predicted, since its presentation could not be taken back.
+//
+// It appends the predicted inputs to dst and returns the extended slice;
+// the client executes them in order under the peer's id (the owner rule
+// applies; a refused one is counted), where the server's sort by sender
+// puts them, and ignores their Frame and Sender. The payloads of last
+// alias the client's buffers and stay valid until it returns; the
+// predicted payloads may alias them. It runs on the tick's goroutine, must
+// be deterministic, must not retain last or dst, and must not call the
+// client. A wrong prediction costs a rewind when the frame is confirmed;
+// the confirmed records replace it.
+type PredictFunc func(dst []Input, peer Sender, frame uint32, last []Input) []Input
+
+// RepeatLast is the default PredictFunc: the peer gives in frame the
+// inputs it gave in the newest frame the client knows — a held direction
+// stays held. It suits games that sample and send their state-changing
+// inputs every frame; one that sends only changes should predict nothing
+// (ClientConfig.NoRemotePrediction) or supply its own PredictFunc.
+// It allocates nothing when dst has room.
+func RepeatLast(dst []Input, _ Sender, _ uint32, last []Input) []Input {
+	return append(dst, last...)
 }
 
 // Validate reports whether c is usable on its own (NewClient also checks
@@ -74,6 +116,9 @@ func (c ClientConfig) Validate() error {
 			return err
 		}
 	}
+	if c.NoRemotePrediction && c.Predict != nil {
+		return fmt.Errorf("%w: NoRemotePrediction with a Predict function", ErrInvalidConfig)
+	}
 	return nil
 }
 
@@ -92,6 +137,9 @@ func (c ClientConfig) WithDefaults() ClientConfig {
 	}
 	if c.ChecksumEvery == 0 {
 		c.ChecksumEvery = 1
+	}
+	if c.Predict == nil && !c.NoRemotePrediction {
+		c.Predict = RepeatLast
 	}
 	return c
 }
@@ -263,8 +311,8 @@ type ClientStats struct {
 	// FramesConfirmed counts authoritative frames applied.
 	FramesConfirmed uint64
 	// PredictionHits counts confirmed frames whose authoritative records
-	// equalled the prediction on top of confirmed state, so no rewind was
-	// needed.
+	// equalled the prediction (own inputs, the other peers' predicted
+	// inputs, the step's records), so no rewind was needed.
 	PredictionHits uint64
 	// Rewinds counts rewinds; FramesReplayed the frames they re-simulated.
 	Rewinds, FramesReplayed uint64
@@ -288,6 +336,10 @@ type ClientStats struct {
 	InputsSampled, InputsRejected uint64
 	// PredictionStalls counts Ticks stopped by MaxPredictionFrames.
 	PredictionStalls uint64
+	// RemoteInputsPredicted counts other peers' inputs executed as a
+	// prediction (first simulations and replays alike);
+	// RemoteInputsRejected the executions of them the executor refused.
+	RemoteInputsPredicted, RemoteInputsRejected uint64
 	// ChecksumsVerified and Desyncs count VerifyChecksum outcomes.
 	ChecksumsVerified, Desyncs uint64
 }
@@ -310,28 +362,34 @@ type confSlot struct {
 }
 
 // Client is the predicting side of a server-authoritative session: it
-// simulates ahead of the server with its own inputs, and reconciles when the
-// server's authoritative records for a frame arrive.
+// simulates ahead of the server with its own inputs and a prediction of the
+// other peers', and reconciles when the server's authoritative records for
+// a frame arrive.
 //
 // Prediction: each Tick simulates the frames after the present for the
 // first time. For a frame the client predicts, the Sampler gives the local
-// peer's inputs (kept in the InputBuffer until confirmed); they are
-// executed at once under the local peer id, then the step runs in derived
-// mode. Before InstallSnapshot marks the baseline installed, the client
-// neither samples, nor predicts, nor applies anything (S-H7): Tick and
-// Confirm return ErrNotReady.
+// peer's inputs (kept in the InputBuffer until confirmed) and the PredictFunc
+// (ClientConfig.Predict, RepeatLast by default) the other peers' inputs from
+// their inputs in the newest frame whose authoritative records the client
+// holds; they execute at once in the server's sender order, the own ones
+// under the local peer id and each other peer's under its id, then the step
+// runs in derived mode. Before InstallSnapshot marks the baseline installed,
+// the client neither samples, nor predicts, nor applies anything (S-H7):
+// Tick and Confirm return ErrNotReady.
 //
 // Reconciliation: Confirm stages a frame's authoritative records — every
 // record the server's log holds for it, inputs and derived, in its order —
-// and the next Tick (or Reconcile) applies them: if the frame is the next
-// to confirm and its records equal the prediction exactly, nothing needs
-// undoing (PredictionHits); otherwise the client rewinds to the end of the
-// oldest staged frame's predecessor and replays to the present. A confirmed
-// frame is re-executed from the authoritative records verbatim (the
-// server's derived records included; the step does not run for it); a
-// predicted frame from the own unconfirmed inputs plus a fresh run of the
-// step. So after every frame up to F is confirmed, the state at the end of
-// F is the server's, whatever was mispredicted.
+// and the next Tick (or Reconcile) applies them: a staged frame whose
+// records equal the prediction exactly needs no undoing (PredictionHits),
+// even ahead of a frame still unconfirmed; otherwise the client rewinds to
+// the end of the predecessor of the oldest staged frame that differs and
+// replays to the present, once per Tick. A confirmed frame is re-executed
+// from the authoritative records verbatim (the server's derived records
+// included; the step does not run for it); a predicted frame from the own
+// unconfirmed inputs and a fresh prediction of the other peers' (from the
+// newest authoritative frame before it, which may just have arrived) plus a
+// fresh run of the step. So after every frame up to F is confirmed, the
+// state at the end of F is the server's, whatever was mispredicted.
 //
 // Presentation: replays run the executor in replay mode (Action.Replay
 // set), and a pure event that this side already presented for that frame —
@@ -371,6 +429,7 @@ type Client[S State] struct {
 
 	in    InputBuffer
 	mem   frameCopy
+	pred  remotePrediction
 	sums  checksumRing
 	hasCS bool
 	fix   []Record // Refused: a frame's records without the refused input
@@ -813,34 +872,31 @@ func (c *Client[S]) reconcile() error {
 	if c.staged == 0 {
 		return nil
 	}
-	// Confirmations that equal the prediction, on top of confirmed state,
-	// need no rewind. (A frame applied earlier, out of order, joins the
-	// confirmed run as soon as the frames before it do.)
-	for c.confirmed < c.present {
-		f := c.confirmed + 1
+	// Confirmations that equal the prediction need no rewind, whether or
+	// not the frames before them are confirmed yet: the log already holds
+	// exactly the authoritative records, and should an earlier frame turn
+	// out mispredicted, the replay from it re-executes these frames from
+	// those records. The rewind starts at the oldest staged frame that
+	// differs. (A frame applied out of order joins the confirmed run as
+	// soon as the frames before it do.)
+	from, found := uint32(0), false
+	// (f > c.confirmed stops the walk should f wrap past 2^32−1.)
+	for f := c.confirmed + 1; f <= c.present && f > c.confirmed; f++ {
 		sl, st := c.slot(f)
-		if st == confApplied {
-			c.confirmed = f
+		if st != confStaged {
 			continue
 		}
-		if st != confStaged || !c.matchesLog(sl, f) {
+		if !c.matchesLog(sl, f) {
+			from, found = f, true
 			break
 		}
 		c.unstage(sl)
 		c.stats.PredictionHits++
-		c.confirmed = f
 		if c.hooks.OnConfirmed != nil {
 			c.hooks.OnConfirmed(f)
 		}
 	}
-	from, found := uint32(0), false
-	// (f > c.confirmed stops the walk should f wrap past 2^32−1.)
-	for f := c.confirmed + 1; f <= c.present && f > c.confirmed; f++ {
-		if _, st := c.slot(f); st == confStaged {
-			from, found = f, true
-			break
-		}
-	}
+	c.advance()
 	if !found {
 		return nil
 	}
@@ -895,6 +951,10 @@ func (c *Client[S]) matchesLog(sl *confSlot, f uint32) bool {
 // copy, or as a prediction.
 func (c *Client[S]) simulate(f uint32, replay bool) error {
 	l := c.log
+	sl, st := c.slot(f)
+	if st != confStaged && (st != confApplied || !replay) && c.cfg.Predict != nil {
+		c.loadBasis(f) // before beginning f can recycle the basis's slot
+	}
 	if replay {
 		v, err := l.Frame(f)
 		if err != nil {
@@ -911,7 +971,6 @@ func (c *Client[S]) simulate(f uint32, replay bool) error {
 		}
 	}
 	c.x.SetReplay(replay)
-	sl, st := c.slot(f)
 	switch {
 	case st == confStaged:
 		for i := range sl.recs {
@@ -935,13 +994,7 @@ func (c *Client[S]) simulate(f uint32, replay bool) error {
 				c.stats.InputsSampled += uint64(len(c.in.recs) - c.in.first)
 			}
 		}
-		lo, hi := c.in.run(f)
-		for i := lo; i < hi; i++ {
-			r := &c.in.recs[i]
-			if err := c.x.Execute(c.peer, r.typ, r.e, c.in.payload(r)); err != nil {
-				c.stats.InputsRejected++
-			}
-		}
+		c.execPredicted(f)
 		if c.step != nil {
 			c.x.SetDerived(true)
 			c.step(f, replay)

@@ -118,7 +118,9 @@ func TestClientGateBeforeSnapshot(t *testing.T) {
 	if err := c.Tick(12); err != nil {
 		t.Fatal(err)
 	}
-	if c.Confirmed() != 11 || i32(w.comp(t, w.ents[3], cHP)) != 105 {
+	// 100, +5 confirmed at frame 11, +5 predicted at frame 12 (peer 1
+	// repeats its heal).
+	if c.Confirmed() != 11 || i32(w.comp(t, w.ents[3], cHP)) != 110 {
 		t.Fatalf("confirmed %d, hp %d", c.Confirmed(), i32(w.comp(t, w.ents[3], cHP)))
 	}
 	if st := c.Stats(); st.ConfirmDuplicates != 1 || st.FramesConfirmed != 1 {
@@ -128,10 +130,12 @@ func TestClientGateBeforeSnapshot(t *testing.T) {
 
 // A confirmation equal to the prediction, on top of confirmed state, needs
 // no rewind; one that differs rewinds to before it and replays the own
-// unconfirmed inputs (and the step) to the present.
+// unconfirmed inputs (and the step) to the present. (Other peers' inputs
+// are not predicted here, so the present holds peer 1's one heal only;
+// TestClientPredictsRemoteInputs covers their prediction.)
 func TestClientPredictionHitAndMiss(t *testing.T) {
 	var w *world
-	w, c := newClientWorld(t, LogConfig{}, 0, moveSampler(&w, 0), false, ClientConfig{})
+	w, c := newClientWorld(t, LogConfig{}, 0, moveSampler(&w, 0), false, ClientConfig{NoRemotePrediction: true})
 	var rewinds []RewindEvent
 	var confirmed []uint32
 	c.SetHooks(ClientHooks{
@@ -193,10 +197,11 @@ func TestClientPredictionHitAndMiss(t *testing.T) {
 // Confirmations may arrive in any order: a later frame is applied at once
 // (on top of predicted earlier frames) and joins the confirmed run when the
 // frames before it are confirmed — by a rewind if they were mispredicted,
-// without one if they were predicted exactly.
+// without one if they were predicted exactly. (Other peers' inputs are
+// not predicted here, so frames 4 and 5 do not repeat peer 1's heal.)
 func TestClientOutOfOrderConfirmations(t *testing.T) {
 	var w *world
-	w, c := newClientWorld(t, LogConfig{}, 0, moveSampler(&w, 0), true, ClientConfig{})
+	w, c := newClientWorld(t, LogConfig{}, 0, moveSampler(&w, 0), true, ClientConfig{NoRemotePrediction: true})
 	if err := c.InstallSnapshot(0); err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,8 @@
 // handle kept past the destruction — in a log record, a capture, game code —
 // is refused with ErrStaleEntity by every access, before and after the slot
 // is reused. A rewind that meets such a capture skips it and counts it
-// (ExecutorStats.RestoreFailures, ExecutorHooks.OnRestoreFailed): it can never write into
-// the slot's new occupant.
+// (ExecutorStats.RestoreFailures, ExecutorHooks.OnRestoreFailed): it can
+// never write into the slot's new occupant.
 //
 // # Spawning
 //
@@ -81,7 +81,7 @@
 //
 // # ActionLog
 //
-// The log is a ring of FrameCapacity frames (Config; zero values mean
+// The log is a ring of FrameCapacity frames (LogConfig; zero values mean
 // defaults). Each frame stores its records as struct-of-arrays columns —
 // sender, type, entity, payload offset/length, prior-state offset/length —
 // over one byte arena, truncated and reused when the slot is recycled. A
@@ -123,13 +123,17 @@
 // # Client
 //
 // Client predicts: each Tick samples the local peer's inputs (Sampler),
-// executes them at once and runs the step, keeping the inputs until the
-// server confirms their frame. Confirm stages a confirmed frame's
-// authoritative records; the next Tick applies them — without any rewind
-// if they equal the prediction, else by rewinding to before the frame,
-// applying the records verbatim and replaying the own unconfirmed inputs
-// (and the step) to the present. Nothing is sampled, predicted or applied
-// before InstallSnapshot marks the initial snapshot installed.
+// executes them at once — with the other peers' inputs predicted from the
+// newest frame whose authoritative records it holds (ClientConfig.Predict,
+// RepeatLast by default: a held input stays held; never a pure event) — and
+// runs the step, keeping its own inputs until the server confirms their
+// frame. Confirm stages a confirmed frame's authoritative records; the next
+// Tick applies them — without any rewind if they equal the prediction, else
+// by rewinding to before the oldest frame that differs, applying the
+// records verbatim and replaying the predicted frames (own inputs, freshly
+// predicted remote ones, the step) to the present. Nothing is sampled,
+// predicted or applied before InstallSnapshot marks the initial snapshot
+// installed.
 //
 // Replays run the executor in replay mode (Executor.SetReplay): actions see
 // Action.Replay, and a pure event already presented for its frame is
