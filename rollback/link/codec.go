@@ -253,7 +253,7 @@ func parseClock(b []byte) (clockMsg, fault) {
 
 // minWirePeriod is the shortest tick period a clock message may carry,
 // in nanoseconds: LinkConfig.TickPeriod's minimum.
-const minWirePeriod = int64(MinTickPeriod)
+const minWirePeriod = int64(minTickPeriod)
 
 // partMsg is one part of a chunked snapshot (kind 0x06): the snapshot's
 // frame u32, index u16 < count, count u16 1..MaxSnapshotParts, and 1 to

@@ -174,7 +174,7 @@ func TestCodecMalformed(t *testing.T) {
 		{"checksum: own count overlong", append(bytes.Clone(s[1].msg[:13]), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF), "bad varint"},
 		{"snapshot: empty", []byte{msgSnapshot}, "length below minimum 1, want 2"},
 		{"resync: long", append(bytes.Clone(s[3].msg), 0), "length 6, want 5"},
-		{"clock: period 0", with(s[4].msg, 5, 0, 0, 0, 0), fmt.Sprintf("tick period (ns) 0, want %d", MinTickPeriod.Nanoseconds())},
+		{"clock: period 0", with(s[4].msg, 5, 0, 0, 0, 0), fmt.Sprintf("tick period (ns) 0, want %d", minTickPeriod.Nanoseconds())},
 		{"clock: short", s[4].msg[:12], "length 12, want 13"},
 		{"part: count 0", with(s[5].msg, 7, 0, 0), "part count (1..MaxSnapshotParts) 0"},
 		{"part: count above the limit", with(s[5].msg, 7, 0x01, 0x04), "part count (1..MaxSnapshotParts) 1025, want 1024"},

@@ -36,9 +36,10 @@ const (
 	NoChecksums = -1
 	// DefaultTickPeriod is LinkConfig.TickPeriod when left zero: 60 Hz.
 	DefaultTickPeriod = time.Second / 60
-	// MinTickPeriod and MaxTickPeriod bound LinkConfig.TickPeriod.
-	MinTickPeriod = time.Millisecond
-	MaxTickPeriod = time.Second
+	// minTickPeriod and maxTickPeriod bound LinkConfig.TickPeriod (1 ms,
+	// 1 s).
+	minTickPeriod = time.Millisecond
+	maxTickPeriod = time.Second
 	// checksumQueue is how many server checksums a ClientLink keeps waiting
 	// for their frame to be confirmed.
 	checksumQueue = 32
@@ -94,7 +95,7 @@ type LinkConfig struct {
 	// TickPeriod (server) is the period at which the game calls
 	// Server.Tick: the clock messages tell it to the clients, which run
 	// their frames at it (ClientLink.Frame). Default DefaultTickPeriod
-	// (60 Hz); range MinTickPeriod..MaxTickPeriod.
+	// (60 Hz); range 1 ms..1 s.
 	TickPeriod time.Duration
 
 	// Budget (server) caps the encoded size of one action slice. Default:
@@ -164,8 +165,8 @@ func (c LinkConfig) Validate() error {
 		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
 	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxChecksumEvery:
 		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxChecksumEvery)
-	case c.TickPeriod != 0 && (c.TickPeriod < MinTickPeriod || c.TickPeriod > MaxTickPeriod):
-		return fmt.Errorf("%w: TickPeriod %v outside %v..%v", rollback.ErrInvalidConfig, c.TickPeriod, MinTickPeriod, MaxTickPeriod)
+	case c.TickPeriod != 0 && (c.TickPeriod < minTickPeriod || c.TickPeriod > maxTickPeriod):
+		return fmt.Errorf("%w: TickPeriod %v outside %v..%v", rollback.ErrInvalidConfig, c.TickPeriod, minTickPeriod, maxTickPeriod)
 	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
 		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", rollback.ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
 	}
@@ -491,7 +492,10 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 }
 
 // Flush sends what the client is owed: the reports of the inputs it
-// refused since the last Flush (0x08), up to SlicesPerFlush action slices
+// refused since the last Flush (0x08); the server's clock (0x05) on the
+// first Flush after the server's first Tick and every 30 frames after;
+// on the first Flush, unless a join snapshot is wanted, where the client
+// starts (0x07 of size 0: the baseline); up to SlicesPerFlush action slices
 // of the final frames after its baseline (Replicator.PackForPeer /
 // PackNext, budget as LinkConfig.Budget) — nothing when it is up to date,
 // or while MaxPendingRecords slices are in flight — and a checksum message
@@ -499,8 +503,9 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 // (SetSnapshots), announced (0x07); while parts of a chunked one are left
 // for the channel's window to take, Flush queues as many as it accepts and
 // sends the slices after the snapshot's frame, but no checksum or
-// time-dilation message. The channel copies what it is given; the caller
+// clock message. The channel copies what it is given; the caller
 // flushes it afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
+// ErrStreamShared (after the Flush's work) when others sent on the link's stream;
 // channel errors other than back-pressure (transport.ErrQueueFull, counted
 // and retried next tick). Cost: the packs (bounded by the ring) and a copy
 // of each slice into the channel; a snapshot's encoding, a copy of it when
@@ -1353,8 +1358,10 @@ func (l *ClientLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 // back-pressure the rest wait for the next Flush), applies held frames the
 // client has room for again (Receiver.Drain), verifies the queued server
 // checksums whose frames are now confirmed, and sends a request for a
-// state burst if one is wanted. Call it after Client.Tick. Errors: channel errors other than back-pressure, and the
-// receiver's.
+// state burst if one is wanted. Call it after Client.Tick (Tick does
+// both). Errors: channel errors other than back-pressure, the receiver's,
+// and ErrStreamShared (after the Flush's work) when others sent on the
+// link's stream.
 func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 	if err := l.flush(ch); err != nil {
 		return err

@@ -207,3 +207,22 @@ func TestLinkStartAnnounced(t *testing.T) {
 		t.Fatalf("inputs arrive %.1f frames early", d)
 	}
 }
+
+// LinkConfig.TickPeriod: zero is 1/60 s, 1 ms..1 s is valid, outside is
+// refused with the numbers.
+func TestLinkConfigTickPeriod(t *testing.T) {
+	if p := (LinkConfig{}).WithDefaults().TickPeriod; p != time.Second/60 {
+		t.Fatalf("default %v", p)
+	}
+	for _, p := range []time.Duration{time.Millisecond, time.Second / 30, time.Second} {
+		if err := (LinkConfig{TickPeriod: p}).Validate(); err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+	}
+	for _, p := range []time.Duration{-1, time.Millisecond - 1, time.Second + 1} {
+		err := (LinkConfig{TickPeriod: p}).Validate()
+		if !errors.Is(err, rollback.ErrInvalidConfig) || !strings.Contains(err.Error(), "outside 1ms..1s") {
+			t.Fatalf("%v: %v", p, err)
+		}
+	}
+}
