@@ -894,14 +894,18 @@ type pendingSum struct {
 // the channel.
 //
 // Tick order on the client: Channel.Receive for every datagram (slices
-// arrive and are staged), Client.Tick (applies them, predicts), Flush,
-// Channel.Flush. The initial snapshot is installed with
+// arrive and are staged), then Tick(now, ch) — Client.Tick to the link's
+// clock (Frame; applies the slices, predicts), then Flush — and
+// Channel.Flush. The initial state is installed by the link: the join
+// snapshot the server sends (SetSnapshots), or the baseline the server
+// announces when it sends none. A game that installs a state itself uses
 // ClientLink.InstallSnapshot (never Client.InstallSnapshot directly, or the
 // receiver would not know the frame); until then nothing from the stream
 // is applied (S-H7) — its frames are held.
 //
 // A ClientLink belongs to the client's goroutine; it is not safe for
-// concurrent use. OnMessage and Flush allocate nothing in steady state.
+// concurrent use. OnMessage, Tick and Flush allocate nothing in steady
+// state.
 type ClientLink[S rollback.State] struct {
 	c    *rollback.Client[S]
 	recv *rollback.Receiver
@@ -1094,9 +1098,8 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 // frames after it (Client.SetSampleFrom, set at the install and moved on
 // with the stream until the client has sampled a frame: catching up after
 // a long join takes several ticks): the server would refuse inputs for the
-// frames before as too old. A game that has just joined sets its clock
-// from it — its tick frame = ServerFrame() + its round trip in frames +
-// the lead it keeps (a few frames; the time dilation then adjusts it).
+// frames before as too old. The client's clock is Frame's, set from the
+// server's clock messages; ServerFrame is diagnostics.
 func (l *ClientLink[S]) ServerFrame() (uint32, bool) {
 	if !l.announced {
 		return 0, false
