@@ -502,8 +502,8 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 // for the newest final frame (ChecksumEvery). A snapshot owed goes first
 // (SetSnapshots), announced (0x07); while parts of a chunked one are left
 // for the channel's window to take, Flush queues as many as it accepts and
-// sends the slices after the snapshot's frame, but no checksum or
-// clock message. The channel copies what it is given; the caller
+// sends the slices after the snapshot's frame and the clock, but no
+// checksum. The channel copies what it is given; the caller
 // flushes it afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
 // ErrStreamShared (after the Flush's work) when others sent on the link's stream;
 // channel errors other than back-pressure (transport.ErrQueueFull, counted
@@ -529,10 +529,10 @@ func (l *ServerLink[S]) flush(ch StreamChannel) error {
 	if err := l.flushRefusals(ch); err != nil {
 		return err
 	}
-	if !l.parts.pending() {
-		if err := l.flushClock(ch); err != nil {
-			return err
-		}
+	// The clock goes on while parts wait too: a client whose clock drifts
+	// must not wait a long transfer out for its correction.
+	if err := l.flushClock(ch); err != nil {
+		return err
 	}
 	if !l.started && !l.snapWant {
 		if err := l.sendStart(ch); err != nil {

@@ -222,7 +222,7 @@ func (f *fakeStream) MaxRecordSize() int                      { return 60000 }
 // join snapshot is announced (msgAnnounce) and counted (and the stream
 // resynced) when its first part is queued; while parts wait for the window
 // the action stream goes on (slices are records, not on the reliable
-// stream) but no checksum or clock message is sent; a resync
+// stream), and so does the clock, but no checksum is sent; a resync
 // request arriving meanwhile waits until every part is queued and is then
 // answered by the next snapshot. The client link joins the parts and
 // installs both snapshots.
