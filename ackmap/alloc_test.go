@@ -10,7 +10,7 @@ import (
 // TestNoAllocs: the per-datagram paths — receive history, send (with and
 // without records, with eviction), skipped seqs, ack, loss by ack bits, by
 // the time threshold and by time-out, a spurious loss revealed, multi-seq
-// records — allocate nothing once warm. (STYLE habit 1.)
+// records — allocate nothing once warm.
 func TestNoAllocs(t *testing.T) {
 	tr := newTracker(t, Config{}, 0)
 	evs := make([]Event, 0, 256)

@@ -38,4 +38,6 @@
 // Time is a time.Duration on a caller-supplied monotonic clock; the package
 // never reads the wall clock. None of the types is safe for concurrent use;
 // a channel's bookkeeping belongs to one goroutine.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package ackmap

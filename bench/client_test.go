@@ -127,10 +127,31 @@ func TestServeClosesWithContext(t *testing.T) {
 			t.Fatalf("%s: before cancel: %+v, %v", name, r, err)
 		}
 		cancel()
-		time.Sleep(50 * time.Millisecond) // the close runs on its own goroutine
+		// The close runs on its own goroutine: wait until it has released
+		// the server's port, which it does only by closing the socket.
+		waitPortFree(t, srv.Addr(), 5*time.Second)
 		if _, err := RunClient(context.Background(), s); !errors.Is(err, ErrConnectTimeout) {
 			t.Errorf("%s: after cancel: err %v, want ErrConnectTimeout", name, err)
 		}
 		srv.Close()
+	}
+}
+
+// waitPortFree returns once a UDP socket can be bound to addr — that is,
+// once whoever held it closed it — and fails the test if that takes
+// longer than limit.
+func waitPortFree(t *testing.T, addr netip.AddrPort, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v still bound after %v: %v", addr, limit, err)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

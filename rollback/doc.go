@@ -175,4 +175,6 @@
 // planning and committing rewinds, replaying, Server.Submit and Server.Tick,
 // Client.Confirm and Client.Tick allocate nothing; nor do the Replicator's
 // packs and verdicts and Receiver.Unpack.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package rollback

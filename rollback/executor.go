@@ -197,7 +197,7 @@ func NewExecutor[S State](reg *Registry[S], log *ActionLog, state S) (*Executor[
 			}
 		}
 	}
-	reg.Freeze()
+	reg.freeze()
 	return &Executor[S]{
 		types:   reg.types,
 		reg:     reg,

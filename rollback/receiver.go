@@ -97,8 +97,8 @@ func (m MalformedReason) String() string {
 
 // ReceiverStats are a Receiver's counters.
 type ReceiverStats struct {
-	// Slices counts slices given to Unpack; Malformed those refused, by
-	// reason (nothing of a refused slice is applied).
+	// Slices counts slices given to Unpack; the Malformed method those
+	// refused, by reason (nothing of a refused slice is applied).
 	Slices    uint64
 	malformed [numMalformedReasons]uint64
 	// Frames counts frames handed to the target (Confirm succeeded);

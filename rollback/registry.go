@@ -186,8 +186,8 @@ func (r *Registry[S]) Type(id ActionTypeID) (ActionType[S], bool) {
 // Frozen reports whether the registry has been frozen.
 func (r *Registry[S]) Frozen() bool { return r.frozen }
 
-// Freeze stops further registration. NewExecutor calls it.
-func (r *Registry[S]) Freeze() { r.frozen = true }
+// freeze stops further registration. NewExecutor calls it.
+func (r *Registry[S]) freeze() { r.frozen = true }
 
 // Validate checks a payload that claims to be of type id, as it would
 // arrive from the network: ErrUnknownAction for an unregistered id,

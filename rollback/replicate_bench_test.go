@@ -115,10 +115,10 @@ func BenchmarkUnpack(b *testing.B) {
 	}
 }
 
-// The replication hot paths allocate nothing in steady state (STYLE habit
-// 1): packing for three peers with verdicts coming back, unpacking into a
-// real Client, and a whole tick of both links over back-to-back channels
-// (inputs, slices, checksums, verdicts).
+// The replication hot paths allocate nothing in steady state: packing for
+// three peers with verdicts coming back, and unpacking into a real Client
+// (a whole tick of both links over back-to-back channels is rollback/link's
+// TestNoAllocsLinks).
 func testNoAllocsPack(t *testing.T) {
 	w := newWorld(t, LogConfig{FrameCapacity: 16}, 64)
 	r, _ := NewReplicator(w.log, ScopeFunc(func(p Sender, rec Record) bool { return rec.Entity != w.ents[9] }))

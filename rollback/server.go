@@ -316,7 +316,8 @@ type ServerStats struct {
 	// Duplicates counts queued inputs discarded as retransmissions: the log
 	// already held them, or the same input was queued twice for a frame.
 	Duplicates uint64
-	// dropped counts inputs Submit refused, by reason (S-G5).
+	// dropped counts inputs Submit refused, by reason (S-G5): read it
+	// with the Dropped and DroppedTotal methods.
 	dropped [numDropReasons]uint64
 
 	// HistoryReplayed counts input records re-executed from the log by
@@ -616,7 +617,7 @@ func (s *Server[S]) tooOld(frame uint32) bool {
 // on entity e with payload, which is copied (the caller keeps ownership).
 // The input is applied by the next Tick: on its frame's first simulation if
 // that is still to come, else by rewinding to just before its frame and
-// replaying. It is dropped and counted (ServerStats.Dropped, PeerStats,
+// replaying. It is dropped and counted (ServerStats.Dropped, ServerPeerStats,
 // ServerHooks.OnDrop) when, checked in this order:
 //
 //   - sender is not a remote peer id: ErrNotPeer;

@@ -74,6 +74,16 @@ func (c SnapshotConfig) Validate() error {
 	return nil
 }
 
+// WithDefaults returns c with CompressDefault replaced by CompressZstd.
+// MaxBytes stays as given: its default is the store's (NewSnapshotter
+// fills it in).
+func (c SnapshotConfig) WithDefaults() SnapshotConfig {
+	if c.Compression == CompressDefault {
+		c.Compression = CompressZstd
+	}
+	return c
+}
+
 // SnapshotBound returns the largest snapshot encoding of s: every slot live.
 func SnapshotBound(s *Store) int {
 	n := 1 + 4 + 5 + 5 // version, frame, component count, entity count
@@ -279,9 +289,7 @@ func NewSnapshotter(store *Store, log *ActionLog, cfg SnapshotConfig) (*Snapshot
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Compression == CompressDefault {
-		cfg.Compression = CompressZstd
-	}
+	cfg = cfg.WithDefaults()
 	bound := SnapshotBound(store)
 	if cfg.MaxBytes == 0 || cfg.MaxBytes > bound {
 		cfg.MaxBytes = bound
@@ -357,13 +365,13 @@ func growCap(b []byte, n int) []byte {
 	return nb
 }
 
-// Decompress returns the decoded snapshot encoding of the compressed
+// decompress returns the decoded snapshot encoding of the compressed
 // snapshot msg, in a buffer of the Snapshotter's that the next call
 // reuses. The declared size is checked against SnapshotConfig.MaxBytes
 // before anything is allocated, and the decoded size must equal it.
 // Errors: ErrSnapshotTooLarge; ErrMalformed (wrapped) for an unknown codec
 // or a stream that does not decode. Never a panic.
-func (sn *Snapshotter) Decompress(msg []byte) ([]byte, error) {
+func (sn *Snapshotter) decompress(msg []byte) ([]byte, error) {
 	if len(msg) < 2 {
 		return nil, fmt.Errorf("%w: snapshot message too short", ErrMalformed)
 	}
@@ -413,12 +421,14 @@ func (sn *Snapshotter) Decompress(msg []byte) ([]byte, error) {
 	return raw, nil
 }
 
-// InstallSnapshot decompresses msg (Decompress) and writes it into the
-// store (validated whole first), returning its frame; the store is unchanged on any
-// error. It implements SnapshotSink. The caller (ClientLink) then installs
+// InstallSnapshot decompresses msg and writes it into the store (the
+// declared size checked against SnapshotConfig.MaxBytes before anything is
+// allocated, the encoding validated whole before the store is touched),
+// returning its frame; the store is unchanged on any error (ErrMalformed,
+// ErrSnapshotTooLarge). It implements SnapshotSink. The caller (ClientLink) then installs
 // the frame into the client.
 func (sn *Snapshotter) InstallSnapshot(msg []byte) (uint32, error) {
-	raw, err := sn.Decompress(msg)
+	raw, err := sn.decompress(msg)
 	if err != nil {
 		return 0, err
 	}

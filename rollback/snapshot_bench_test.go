@@ -6,7 +6,7 @@ import (
 
 // BenchmarkSnapshotCompress measures the codecs on gameStore(10,000):
 // encode (appendStoreSnapshot + compress, buffers reused) and decode
-// (Decompress + readStoreSnapshot into a store), MB/s of the raw encoding,
+// (decompress + readStoreSnapshot into a store), MB/s of the raw encoding,
 // ratio = raw / compressed.
 func BenchmarkSnapshotCompress(b *testing.B) {
 	src := gameStore(b, 10000, 1)

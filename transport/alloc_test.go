@@ -68,8 +68,7 @@ func (p *pair) step() {
 
 // TestNoAllocs: steady-state send and receive of unreliable, sequenced,
 // reliable and record messages, and reassembly of a fragmented message,
-// allocate nothing once buffers are warm. (S-F7's transport counterpart;
-// STYLE habit 1.)
+// allocate nothing once buffers are warm. (S-F7's transport counterpart.)
 func TestNoAllocs(t *testing.T) {
 	small := make([]byte, 64)
 	large := make([]byte, 20_000)

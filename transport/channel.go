@@ -245,7 +245,7 @@ func (c *Channel) SendUnreliable(p []byte) error {
 // p is copied.
 func (c *Channel) SendSequenced(s uint8, p []byte) error {
 	if int(s) >= len(c.seqNext) {
-		return ErrNoStream
+		return fmt.Errorf("%w: sequenced stream %d, SequencedStreams %d", ErrNoStream, s, len(c.seqNext))
 	}
 	if err := c.checkQueued(len(p)); err != nil {
 		return err
@@ -265,7 +265,7 @@ func (c *Channel) SendSequenced(s uint8, p []byte) error {
 // nothing. p is copied.
 func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 	if int(s) >= len(c.reliable) {
-		return 0, ErrNoStream
+		return 0, fmt.Errorf("%w: reliable stream %d, streams are 0..%d (OrderedStreams %d)", ErrNoStream, s, len(c.reliable)-1, len(c.reliable)-1)
 	}
 	if len(p) > c.cfg.MaxMessageSize {
 		return 0, fmt.Errorf("%w: %d-byte message, MaxMessageSize %d", ErrTooLarge, len(p), c.cfg.MaxMessageSize)
@@ -364,7 +364,11 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 // that made none for StallWarning. O(streams), no allocation.
 func (c *Channel) checkStalls() {
 	for s, rs := range c.reliable {
-		if rs.unacked == 0 || rs.released != rs.seen {
+		// The first Flush starts every stream's stall clock: a message
+		// queued before it would otherwise be measured from time 0, and a
+		// channel created at a now past StallTimeout (any clock that does
+		// not start with the session) would stall at its first Flush.
+		if rs.unacked == 0 || rs.released != rs.seen || c.flushes == 1 {
 			rs.progressAt, rs.seen, rs.warned = c.now, rs.released, false
 			continue
 		}

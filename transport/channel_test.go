@@ -612,3 +612,26 @@ func sendAllReliable(t *testing.T, r *rig, n, size int, maxTicks uint64) {
 		}
 	}
 }
+
+// A stream's stall clock starts at the channel's first Flush, not at time
+// 0: a channel made at a late now (a server up for an hour, on a clock
+// that started with the process) with a reliable message queued before
+// its first Flush neither warns nor stalls, and the message arrives.
+func TestStallClockStartsAtFirstFlush(t *testing.T) {
+	p := newPair(t, Config{})
+	p.now = time.Hour
+	if _, err := p.a.SendReliable(1, []byte("welcome")); err != nil {
+		t.Fatal(err)
+	}
+	p.step()
+	if err := p.a.Stalled(); err != nil {
+		t.Fatalf("stalled at the first Flush: %v", err)
+	}
+	if s := p.a.Stats().Stalls; s != 0 {
+		t.Fatalf("%d stall warnings at the first Flush", s)
+	}
+	p.step()
+	if p.hb.messages != 1 {
+		t.Fatalf("%d messages delivered", p.hb.messages)
+	}
+}

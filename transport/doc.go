@@ -20,23 +20,43 @@
 //
 // # Threading
 //
-// One goroutine drives an Endpoint and all of its channels: the game's tick
-// loop calls Poll (read and dispatch what arrived), then the game logic,
-// then Flush (send what is due) — at a fixed rate or on every wake-up of an
-// event loop, the two ends alike or not: every timer is a duration on the
-// clock passed in, never a count of calls. There is no goroutine per peer
-// and no lock on the per-datagram path; handler methods run on the driving goroutine,
-// inside Poll and Flush. Only [Endpoint.Publish]'s expvar snapshot is read
-// from other goroutines, through a copy taken under a mutex, and only
-// [Endpoint.Wake] may be called from them.
+// One goroutine drives an Endpoint and all of its channels: its loop calls
+// Poll (read and dispatch what arrived), then the game logic, then Flush
+// (send what is due). Both loop styles are valid, and the two ends need
+// not match: fixed-rate (Poll, logic, Flush, sleep until the next tick —
+// a message waits up to a tick at each end) or event-driven (Poll, Flush,
+// then [Endpoint.Wait], which returns when a datagram arrives or another
+// goroutine calls Wake — Flush on every wake-up). Every timer is a
+// duration on the clock passed in, never a count of calls, so the cadence
+// changes latency, never behaviour. [Run] is that loop, either style, with
+// context cancellation and an orderly shutdown; [DialContext] runs a
+// client's handshake to its end, bounded by HandshakeTimeout and a
+// context. There is no goroutine per peer and no lock on the per-datagram
+// path; handler methods run on the driving goroutine, inside Poll and
+// Flush.
 //
-// Between ticks the loop may sleep in [Endpoint.Wait], which returns when a
-// datagram arrives, when another goroutine calls Wake (after handing the
-// loop a message to send), or at the loop's next tick: a reply then leaves
-// within microseconds instead of at the next tick, and an idle loop costs
-// nothing. On the UDP socket Wait is an epoll set of the socket's own
-// (socket, eventfd, timerfd) parked in the Go netpoller; it allocates
-// nothing.
+// Exactly three Endpoint methods are safe from other goroutines:
+// [Endpoint.Send], which copies a message into a bounded outbox that the
+// next Flush drains into the peer's channel (and wakes the loop);
+// [Endpoint.Wake]; and [Endpoint.Now]. Everything else — Peer, Channel,
+// Stats, Disconnect, Close — belongs to the driving goroutine. Only
+// [Endpoint.Publish]'s expvar snapshot is read elsewhere, through a copy
+// taken under a mutex.
+//
+// On the UDP socket Wait is an epoll set of the socket's own (socket,
+// eventfd, timerfd) parked in the Go netpoller; it allocates nothing. An
+// idle event-driven loop costs only its longest sleep's wake-ups.
+//
+// # Lifecycle and errors
+//
+// EndpointConfig.Logger, if set, receives connects, suspends, resumes,
+// disconnects with their reason, rejects, handshake time-outs, stalls and
+// socket errors as log/slog records — never one per datagram. Errors are
+// sentinels matched with errors.Is and carry the numbers in their
+// message; once an endpoint or its socket is closed, its methods return
+// errors matching both ErrClosed and net.ErrClosed, and a handshake that
+// ran out of time is a *HandshakeTimeoutError whose Timeout() reports
+// true, as a net.Error's does.
 //
 // # Buffer ownership
 //
@@ -56,4 +76,6 @@
 //
 // See docs/ARCHITECTURE.md for the layers, docs/WIRE.md for the bytes,
 // docs/TUNING.md for the knobs and docs/SECURITY.md for the threat model.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package transport

@@ -1,13 +1,16 @@
 package transport
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
@@ -29,12 +32,15 @@ const (
 // peer, reaps idle peers, disconnects in order, resumes sessions with a
 // session token, and rate-limits handshakes.
 //
-// Threading: an Endpoint is driven by one goroutine — the tick loop — that
-// calls Poll (read and dispatch what arrived) and Flush (one tick: handshake
-// retries, time-outs, every peer's channel flushed into one batch of
-// datagrams) and every other method. Nothing is locked on the datagram
-// path and the endpoint starts no goroutine. Handler methods run on that
-// goroutine, inside Poll and Flush.
+// Threading: an Endpoint is driven by one goroutine — the loop, yours or
+// Run's — that calls Poll (read and dispatch what arrived) and Flush (one
+// round: handshake retries, time-outs, every peer's channel flushed into
+// one batch of datagrams) and every other method. Nothing is locked on the
+// datagram path and the endpoint starts no goroutine. Handler methods run
+// on that goroutine, inside Poll and Flush. Exactly three methods are safe
+// from other goroutines: Send (queue a message for the loop to send),
+// Wake (end the loop's Wait) and Now (read the clock); besides them only
+// the expvar snapshot of Publish is read elsewhere.
 //
 // Time is the caller's: every method that needs it takes now, a monotonic
 // duration from any origin (a simulated clock in tests, time.Since(start)
@@ -51,6 +57,7 @@ type Endpoint struct {
 	conn   socket.Conn
 	h      EndpointHandler
 	closed bool
+	log    *slog.Logger // nil: silent
 	// stopped: a server that accepts no new sessions (StopAccepting).
 	stopped bool
 	fatal   error // the socket failed or was closed under us
@@ -81,16 +88,26 @@ type Endpoint struct {
 	remote *Peer
 	dial   dialState
 	err    error // why the client has, and can get, no session
+	// endReason is why the client's last session ended (OnDisconnect's).
+	endReason wire.DisconnectReason
 	// ownChannel is the client's Channel config as given, zero fields
 	// unresolved: the Accept's limits fill them (adoptLimits), and the
 	// defaults that depend on them are derived from the server's values.
 	ownChannel Config
 
 	// Wait and Wake: the socket's own when it is a socket.Waiter, else a
-	// timer and a channel.
-	waiter    socket.Waiter
+	// timer and a channel. waiter is replaced when Resume changes the
+	// socket; Wake reads it from any goroutine.
+	waiter    atomic.Pointer[waiterRef]
 	woken     chan struct{}
 	waitTimer *time.Timer
+
+	outbox      outbox // Send's queue, drained by Flush
+	outboxRound uint64 // drainOutbox calls, for Peer.outboxBlocked
+
+	// Whether a read or send error has been logged (the first of each
+	// kind is; the rest are only counted).
+	loggedReadErr, loggedSendErr bool
 
 	rbuf    [8]byte
 	stats   EndpointStats
@@ -122,11 +139,13 @@ func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint,
 // Dial returns a client endpoint on conn that connects to server: its
 // first Flush (at or after now) sends a ConnectRequest, re-sent with
 // back-off until a Challenge arrives, then a ConnectResponse until an
-// Accept; after EndpointConfig.HandshakeAttempts datagrams it gives up.
-// Dial itself does no I/O. On Accept the client adopts the channel limits
+// Accept; once EndpointConfig.HandshakeTimeout has passed since now
+// without one, it gives up with a *HandshakeTimeoutError. Dial itself
+// does no I/O; DialContext runs the handshake to its end. On Accept the client adopts the channel limits
 // the server announces (EndpointConfig.Channel says which, and how its own
 // fields combine with them) and h.OnConnect reports the server's Peer. On
-// failure Flush and Err return ErrHandshakeTimeout, a *RejectError, or —
+// failure Flush and Err return a *HandshakeTimeoutError (matching
+// ErrHandshakeTimeout), a *RejectError, or —
 // for an Accept this client cannot honour, which it refuses on the wire so
 // the server frees the session at once — an error wrapping
 // ErrIncompatible (or ErrProtocol for limits no valid config has). The
@@ -166,7 +185,9 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 		byAddr:     make(map[netip.AddrPort]*Peer),
 		woken:      make(chan struct{}, 1),
 	}
-	e.waiter, _ = conn.(socket.Waiter)
+	e.log = e.cfg.Logger
+	e.setWaiter(conn)
+	e.outbox.init(e.cfg.OutboxMessages, e.cfg.OutboxBytes)
 	// One slab each for receive and send buffers. A receive buffer is one
 	// byte longer than any valid datagram, to recognise oversize ones.
 	const n = socket.IdealBatchSize
@@ -184,6 +205,28 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 	e.sink = (*endpointSink)(e)
 	return e, nil
 }
+
+// waiterRef boxes the socket's Waiter for the atomic pointer.
+type waiterRef struct{ w socket.Waiter }
+
+// setWaiter records conn's Waiter (nil if it is not one).
+func (e *Endpoint) setWaiter(conn socket.Conn) {
+	w, _ := conn.(socket.Waiter)
+	e.waiter.Store(&waiterRef{w: w})
+}
+
+// Now reads the endpoint's clock (EndpointConfig.Clock). It is safe from
+// any goroutine.
+func (e *Endpoint) Now() time.Duration { return e.cfg.Clock() }
+
+// clockStart is the origin of Now.
+var clockStart = time.Now()
+
+// Now returns the time since the package was initialised, read from the
+// monotonic clock: the default EndpointConfig.Clock, so Run, DialContext
+// and a loop of your own that passes Now() to Poll and Flush all see one
+// time line. It never goes backwards and allocates nothing.
+func Now() time.Duration { return time.Since(clockStart) }
 
 // Config returns the endpoint's config with defaults applied. On a client
 // whose handshake completed, Channel is the channel config it adopted from
@@ -211,8 +254,9 @@ func (e *Endpoint) Err() error { return e.err }
 // their peer's Channel, whose deliveries reach the handler before Poll
 // returns. Handshake replies are written before it returns. Datagrams that
 // fail a check are dropped and counted (Stats), never returned as errors.
-// Poll returns an error wrapping ErrClosed once the endpoint or its socket
-// is closed, or the socket's read error. now is the endpoint's clock.
+// Poll returns an error wrapping ErrClosed (and so net.ErrClosed) once the
+// endpoint or its socket is closed, or the socket's read error. now is the
+// endpoint's clock.
 func (e *Endpoint) Poll(now time.Duration) error {
 	if e.closed {
 		return ErrClosed
@@ -228,10 +272,10 @@ func (e *Endpoint) Poll(now time.Duration) error {
 		if err != nil {
 			e.writeOut()
 			if errors.Is(err, net.ErrClosed) {
-				e.fatal = fmt.Errorf("%w: socket: %w", ErrClosed, err)
-				return e.fatal
+				return e.socketClosed("read", err)
 			}
-			return fmt.Errorf("transport: read: %w", err)
+			e.logOnce(&e.loggedReadErr, "transport: socket read failed", err)
+			return fmt.Errorf("transport: read from %v: %w", e.conn.LocalAddr(), err)
 		}
 		for i := range batch[:n] {
 			m := &batch[i]
@@ -251,23 +295,27 @@ func (e *Endpoint) Poll(now time.Duration) error {
 
 // Wait blocks the endpoint's goroutine until a datagram may be waiting
 // for Poll, Wake is called, or d passes, whichever is first; then the
-// caller Polls (and Flushes if a tick is due). It lets a loop answer a
-// datagram within microseconds instead of at its next fixed tick, and
-// cost nothing while idle:
+// caller Polls and Flushes. It lets a loop answer a datagram within
+// microseconds instead of at its next fixed tick, and cost nothing while
+// idle — the event-driven loop (Run with RunConfig.Tick 0 is this loop):
 //
 //	for {
-//		ep.Poll(now())
-//		ep.Flush(now())
-//		ep.Wait(5 * time.Millisecond) // the tick: redundancy, retransmissions, keep-alives
+//		ep.Poll(ep.Now())
+//		ep.Flush(ep.Now()) // on every wake-up: Flush may run at any cadence
+//		ep.Wait(5 * time.Millisecond) // the longest sleep: paces redundancy, retransmissions, keep-alives
 //	}
+//
+// A fixed-rate loop (Poll, game logic, Flush, sleep until the next tick)
+// is just as valid; the protocol's timers are durations on now, so the
+// cadence changes latency, never behaviour.
 //
 // A wake-up with nothing to read is allowed. When the socket is a
 // socket.Waiter (the UDP socket: on Linux an epoll set of its own, parked
 // in the Go netpoller; see udp.Conn.Wait) Wait sleeps on it; otherwise it
 // sleeps for d or until Wake, not waking for datagrams. It returns an
-// error wrapping ErrClosed once the endpoint or its socket is closed. It
-// allocates nothing (after its first call, on a socket that is not a
-// Waiter).
+// error wrapping ErrClosed (and so net.ErrClosed) once the endpoint or its
+// socket is closed. It allocates nothing (after its first call, on a
+// socket that is not a Waiter).
 func (e *Endpoint) Wait(d time.Duration) error {
 	if e.closed {
 		return ErrClosed
@@ -275,13 +323,12 @@ func (e *Endpoint) Wait(d time.Duration) error {
 	if e.fatal != nil {
 		return e.fatal
 	}
-	if e.waiter != nil {
-		if err := e.waiter.Wait(d); err != nil {
+	if w := e.waiter.Load().w; w != nil {
+		if err := w.Wait(d); err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				e.fatal = fmt.Errorf("%w: socket: %w", ErrClosed, err)
-				return e.fatal
+				return e.socketClosed("wait", err)
 			}
-			return fmt.Errorf("transport: wait: %w", err)
+			return fmt.Errorf("transport: wait on %v: %w", e.conn.LocalAddr(), err)
 		}
 		return nil
 	}
@@ -299,13 +346,13 @@ func (e *Endpoint) Wait(d time.Duration) error {
 }
 
 // Wake ends a Wait in progress, or makes the next one return at once. It
-// is the one Endpoint method that is safe from any goroutine: another
-// goroutine calls it after handing the endpoint's goroutine work (a
-// message to send) so that it does not sleep until its next tick. It
-// never blocks.
+// is safe from any goroutine (with Send and Now, the only methods that
+// are): another goroutine calls it after handing the endpoint's goroutine
+// work so that it does not sleep until its next tick (Send calls it for
+// you). It never blocks and allocates nothing.
 func (e *Endpoint) Wake() {
-	if e.waiter != nil {
-		e.waiter.Wake()
+	if w := e.waiter.Load().w; w != nil {
+		w.Wake()
 		return
 	}
 	select {
@@ -314,16 +361,18 @@ func (e *Endpoint) Wake() {
 	}
 }
 
-// Flush runs one tick at now: a client's handshake re-sends and time-outs;
-// idle time-outs, orderly disconnects and grace expiries; and one Flush of
-// every live peer's Channel, their datagrams gathered in one batch and
-// written with WriteBatch (a full batch is written as soon as it fills).
-// Call it after Poll, at any cadence: once per game tick, after every
-// wake-up of an event loop (Wait), or both; every timer it runs is a
-// duration on now, never a count of calls. It returns an error wrapping ErrClosed
-// once the endpoint or its socket is closed, and on a client the error
-// that ended its attempt to get a session (see Err). A datagram the socket
-// refuses is skipped and counted (EndpointStats.SendErrors).
+// Flush runs one round at now: the messages other goroutines queued with
+// Send move into their peers' channels; a client's handshake re-sends and
+// time-outs; idle time-outs, orderly disconnects and grace expiries; and
+// one Flush of every live peer's Channel, their datagrams gathered in one
+// batch and written with WriteBatch (a full batch is written as soon as
+// it fills). Call it after Poll, at any cadence: once per game tick, after
+// every wake-up of an event loop (Wait), or both; every timer it runs is a
+// duration on now, never a count of calls. It returns an error wrapping
+// ErrClosed (and so net.ErrClosed) once the endpoint or its socket is
+// closed, and on a client the error that ended its attempt to get a
+// session (see Err). A datagram the socket refuses is skipped and counted
+// (EndpointStats.SendErrors).
 func (e *Endpoint) Flush(now time.Duration) error {
 	if e.closed {
 		return ErrClosed
@@ -333,6 +382,7 @@ func (e *Endpoint) Flush(now time.Duration) error {
 	}
 	e.now = now
 	e.stats.Ticks++
+	e.drainOutbox()
 	if e.role == roleClient {
 		e.clientTick(now)
 		if p := e.remote; p != nil && p.state != PeerClosed {
@@ -357,15 +407,43 @@ func (e *Endpoint) Flush(now time.Duration) error {
 
 // Close closes the endpoint and its socket. It sends nothing: for an
 // orderly end, Disconnect each peer and Flush DisconnectRepeats times
-// first. Handlers get no further events; later calls to Poll and Flush
-// return ErrClosed, and to Close nil. Call it on the endpoint's goroutine.
+// first (Run does, when its context ends). Handlers get no further
+// events; messages still in the outbox are dropped (counted in
+// EndpointStats.OutboxDropped); later calls to Poll, Flush and Wait return
+// ErrClosed, which matches net.ErrClosed, as does Send's; to Close, nil.
+// Call it on the endpoint's goroutine.
 func (e *Endpoint) Close() error {
 	if e.closed {
 		return nil
 	}
 	e.closed = true
 	e.dial.phase = dialIdle
+	e.stats.OutboxDropped += uint64(e.outbox.close())
 	return e.conn.Close()
+}
+
+// socketClosed records that the socket was closed under the endpoint (op
+// failed with err, which wraps net.ErrClosed) and returns the error every
+// later call reports: ErrClosed, with the socket's error.
+func (e *Endpoint) socketClosed(op string, err error) error {
+	if e.fatal == nil {
+		e.fatal = fmt.Errorf("%w: socket %v: %s: %w", ErrClosed, e.conn.LocalAddr(), op, err)
+		if e.log != nil {
+			e.log.LogAttrs(context.Background(), slog.LevelError, "transport: socket closed under the endpoint",
+				slog.String("op", op), slog.Any("err", err))
+		}
+	}
+	return e.fatal
+}
+
+// logOnce logs err at Warn the first time *done is false, then sets it.
+func (e *Endpoint) logOnce(done *bool, msg string, err error) {
+	if e.log == nil || *done {
+		return
+	}
+	*done = true
+	e.log.LogAttrs(context.Background(), slog.LevelWarn, msg, slog.Any("err", err),
+		slog.String("note", "logged once; later ones are only counted"))
 }
 
 // StopAccepting makes a server refuse every new session from now on,
@@ -389,10 +467,14 @@ func (e *Endpoint) Accepting() bool { return e.role == roleServer && !e.stopped 
 // is removed at the next Flush, sending nothing. It returns ErrNoSession if
 // p is not a live session of this endpoint.
 func (e *Endpoint) Disconnect(p *Peer, reason wire.DisconnectReason) error {
-	if p == nil || p.ep != e || p.state == PeerClosed {
-		return ErrNoSession
-	}
-	if p.state == PeerClosing {
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: Disconnect of a nil peer", ErrNoSession)
+	case p.ep != e:
+		return fmt.Errorf("%w: Disconnect of peer %d at %v, a session of another endpoint", ErrNoSession, p.id, p.addr)
+	case p.state == PeerClosed:
+		return fmt.Errorf("%w: Disconnect of peer %d at %v, whose session has ended", ErrNoSession, p.id, p.addr)
+	case p.state == PeerClosing:
 		return nil
 	}
 	p.wasLive = !(e.role == roleServer && p.state == PeerSuspended)
@@ -415,18 +497,22 @@ func (e *Endpoint) Disconnect(p *Peer, reason wire.DisconnectReason) error {
 // is no connected or suspended session to resume.
 func (e *Endpoint) Resume(now time.Duration, conn socket.Conn) error {
 	if e.role != roleClient {
-		return ErrWrongRole
+		return fmt.Errorf("%w: Resume on a server (%v)", ErrWrongRole, e.conn.LocalAddr())
 	}
 	if e.closed {
 		return ErrClosed
 	}
 	p := e.remote
-	if p == nil || (p.state != PeerConnected && p.state != PeerSuspended) {
-		return ErrNoSession
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: Resume before a session with %v was made", ErrNoSession, e.server)
+	case p.state != PeerConnected && p.state != PeerSuspended:
+		return fmt.Errorf("%w: Resume of the session with %v, which is %v", ErrNoSession, e.server, p.state)
 	}
 	if conn != nil && conn != e.conn {
 		old := e.conn
 		e.conn = conn
+		e.setWaiter(conn)
 		e.fatal = nil
 		if err := old.Close(); err != nil {
 			return fmt.Errorf("transport: closing the old socket: %w", err)
@@ -623,13 +709,7 @@ func (e *Endpoint) onRemoteDisconnect(now time.Duration, p *Peer) {
 	}
 	if e.role == roleClient && p.why == wire.DisconnectTimeout && e.cfg.ResumeAfter != NoResume {
 		if p.state == PeerConnected {
-			e.suspendClient(p, wire.DisconnectTimeout)
-			if err := e.startDial(now, true); err != nil {
-				e.err = err
-				e.end(p, wire.DisconnectTimeout)
-				return
-			}
-			e.h.OnSuspend(p, wire.DisconnectTimeout)
+			e.suspendAndResume(now, p)
 		}
 		return
 	}
@@ -647,6 +727,10 @@ func (e *Endpoint) tickPeer(now time.Duration, p *Peer) {
 		e.flushPeer(now, p)
 		if err := p.ch.Stalled(); err != nil {
 			e.stats.Stalled++
+			if e.log != nil {
+				e.log.LogAttrs(context.Background(), slog.LevelWarn, "transport: session stalled; disconnecting",
+					slog.Int("peer", int(p.id)), slog.String("addr", p.addr.String()), slog.Any("err", err))
+			}
 			_ = e.Disconnect(p, wire.DisconnectStalled)
 		}
 	case PeerSuspended:
@@ -686,10 +770,36 @@ func (e *Endpoint) timeout(now time.Duration, p *Peer) {
 		p.state, p.why = PeerSuspended, wire.DisconnectTimeout
 		p.horizon = now + e.cfg.ResumeGrace
 		e.stats.Suspends++
+		e.logPeer(slog.LevelInfo, "transport: peer suspended", p, slog.String("reason", wire.DisconnectTimeout.String()),
+			slog.Duration("grace", e.cfg.ResumeGrace))
 		e.h.OnSuspend(p, wire.DisconnectTimeout)
 		return
 	}
 	e.end(p, wire.DisconnectTimeout)
+}
+
+// suspendAndResume suspends a client's connected session (silent server,
+// or the server said it timed us out) and starts resuming it on the
+// current socket: OnSuspend, or — if the handshake cannot start (the
+// random source failed) — the session's end, the error in Err.
+func (e *Endpoint) suspendAndResume(now time.Duration, p *Peer) {
+	e.suspendClient(p, wire.DisconnectTimeout)
+	if err := e.startDial(now, true); err != nil {
+		e.err = err
+		e.end(p, wire.DisconnectTimeout)
+		return
+	}
+	e.logPeer(slog.LevelInfo, "transport: session suspended; resuming", p, slog.String("reason", wire.DisconnectTimeout.String()))
+	e.h.OnSuspend(p, wire.DisconnectTimeout)
+}
+
+// logPeer logs a lifecycle event of p, if there is a Logger.
+func (e *Endpoint) logPeer(level slog.Level, msg string, p *Peer, attrs ...slog.Attr) {
+	if e.log == nil {
+		return
+	}
+	attrs = append(attrs, slog.Int("peer", int(p.id)), slog.String("addr", p.addr.String()))
+	e.log.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
 // suspendClient marks a client's session suspended until the server's
@@ -714,12 +824,14 @@ func (e *Endpoint) end(p *Peer, reason wire.DisconnectReason) {
 		}
 	} else {
 		e.dial.phase = dialIdle
+		e.endReason = reason
 	}
 	if int(reason) < disconnectReasons {
 		e.stats.Disconnects[reason]++
 	} else {
 		e.stats.Disconnects[0]++
 	}
+	e.logPeer(slog.LevelInfo, "transport: peer disconnected", p, slog.String("reason", reason.String()))
 	e.h.OnDisconnect(p, reason)
 }
 
@@ -776,10 +888,11 @@ func (e *Endpoint) writeOut() {
 			break
 		}
 		if errors.Is(err, net.ErrClosed) {
-			e.fatal = fmt.Errorf("%w: socket: %w", ErrClosed, err)
+			e.socketClosed("write", err)
 			break
 		}
 		e.stats.SendErrors++
+		e.logOnce(&e.loggedSendErr, "transport: socket refused a datagram", err)
 		if n >= len(msgs) {
 			break
 		}

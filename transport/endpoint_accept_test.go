@@ -290,7 +290,9 @@ func TestRefusalSurvivesLoss(t *testing.T) {
 	for seed := uint64(1); seed <= seeds; seed++ {
 		n := newEpNet(t, seed, epLink(20, 5, 0.3))
 		srv := n.server("10.0.0.1:9000", EndpointConfig{Channel: Config{MTU: MaxMTU}, ResumeGrace: NoResume})
-		cl := n.client("10.0.0.2:5000", srv, EndpointConfig{Channel: Config{MTU: MinMTU}})
+		// 30 % loss each way: give the handshake the time it needs to
+		// reach the Accept (the 5 s default gives up on some seeds).
+		cl := n.client("10.0.0.2:5000", srv, EndpointConfig{Channel: Config{MTU: MinMTU}, HandshakeTimeout: 25 * time.Second})
 		n.runUntil(60*30, "client fails", func() bool { return cl.ep.Err() != nil })
 		if !errors.Is(cl.ep.Err(), ErrIncompatible) {
 			t.Fatalf("seed %d: %v", seed, cl.ep.Err())

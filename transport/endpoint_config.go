@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ const (
 	DefaultCookiePeriod         = 5 * time.Second
 	DefaultHandshakeRetry       = 250 * time.Millisecond
 	DefaultHandshakeRetryMax    = 2 * time.Second
-	DefaultHandshakeAttempts    = 12
+	DefaultHandshakeTimeout     = 5 * time.Second
 	DefaultHandshakeRate        = 4
 	DefaultHandshakeBurst       = 8
 	DefaultGlobalHandshakeRate  = 2000
@@ -29,6 +30,8 @@ const (
 	DefaultRateLimitSlots       = 4096
 	DefaultMaxDatagramsPerPoll  = 4096
 	DefaultStatsInterval        = time.Second
+	DefaultOutboxMessages       = 1024
+	DefaultOutboxBytes          = 1 << 20
 
 	// MaxPeersLimit is the most peers a server can hold: one per peer id
 	// 0..wire.MaxPeerID (253). Ids 254 and 255 are provenance markers.
@@ -112,11 +115,14 @@ type EndpointConfig struct {
 	HandshakeRetry    time.Duration
 	HandshakeRetryMax time.Duration
 
-	// HandshakeAttempts (client) is the most handshake datagrams Dial's
-	// handshake sends before it gives up with ErrHandshakeTimeout (S-E1).
-	// Default 12 (about 20 s with the default intervals); range [1, 1000].
+	// HandshakeTimeout (client) is how long, on the endpoint's clock from
+	// Dial's now, the handshake may go without an Accept before the client
+	// gives up with a *HandshakeTimeoutError (ErrHandshakeTimeout; S-E1),
+	// whatever the re-send schedule. The first Flush at or after the
+	// deadline reports it. With the default intervals 5 s is 5 datagrams
+	// (at 0, 0.25, 0.75, 1.75 and 3.75 s). Default 5 s; range [10 ms, 1 h].
 	// A resume keeps trying until the session's horizon instead.
-	HandshakeAttempts int
+	HandshakeTimeout time.Duration
 
 	// HandshakeRate and HandshakeBurst (server) are the per-source token
 	// bucket for handshake datagrams (ConnectRequest, ConnectResponse): a
@@ -161,6 +167,35 @@ type EndpointConfig struct {
 	// [1 ms, 1 h].
 	StatsInterval time.Duration
 
+	// OutboxMessages and OutboxBytes (both) bound the outbox that
+	// Endpoint.Send fills from other goroutines and the next Flush drains
+	// into the peers' channels: at most OutboxMessages messages of
+	// OutboxBytes payload bytes in all wait at once; Send refuses more with
+	// an error wrapping ErrQueueFull. Defaults 1024 and 1 MiB; ranges
+	// [1, 1<<20] and [1 KiB, 1 GiB]. Memory: grows on use to what is held
+	// at the peak, then is reused.
+	OutboxMessages int
+	OutboxBytes    int
+
+	// Logger (both), if set, receives the endpoint's lifecycle events:
+	// connect, suspend, resume and disconnect (with the reason), rejects
+	// of proven addresses and of this client, a handshake time-out, a
+	// stalled session, an Accept refused as incompatible, and socket
+	// errors (the first of a kind). Never one record per datagram: a flood
+	// of unproven handshakes logs nothing. Records are Info for the
+	// session lifecycle, Warn for failures of one session, Error for the
+	// socket. Default nil: silent, and the event paths skip the logging
+	// entirely.
+	Logger *slog.Logger
+
+	// Clock (both) is the endpoint's clock as Run, DialContext and
+	// Endpoint.Now read it: a monotonic duration from any origin. Poll,
+	// Flush and Dial still take now from the caller; pass them this
+	// clock's readings (or one clock of your own throughout) — an
+	// endpoint's time must never go backwards. Default Now (time since the
+	// package was initialised, on the monotonic clock).
+	Clock func() time.Duration
+
 	// Rand is the source of session secrets, tokens, nonces, first seqs
 	// and keys. Default crypto/rand.Reader. Tests inject a seeded
 	// generator to be deterministic; production code must leave it nil or
@@ -190,7 +225,7 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 	defDur(&c.CookiePeriod, DefaultCookiePeriod)
 	defDur(&c.HandshakeRetry, DefaultHandshakeRetry)
 	defDur(&c.HandshakeRetryMax, DefaultHandshakeRetryMax)
-	defInt(&c.HandshakeAttempts, DefaultHandshakeAttempts)
+	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	if c.HandshakeRate == 0 {
 		c.HandshakeRate = DefaultHandshakeRate
 	}
@@ -203,6 +238,11 @@ func (c EndpointConfig) withDefaults() EndpointConfig {
 	defInt(&c.MaxDatagramsPerPoll, DefaultMaxDatagramsPerPoll)
 	defInt(&c.PeerDatagramsPerPoll, max(c.MaxDatagramsPerPoll/4, 32))
 	defDur(&c.StatsInterval, DefaultStatsInterval)
+	defInt(&c.OutboxMessages, DefaultOutboxMessages)
+	defInt(&c.OutboxBytes, DefaultOutboxBytes)
+	if c.Clock == nil {
+		c.Clock = Now
+	}
 	if c.Rand == nil {
 		c.Rand = rand.Reader
 	}
@@ -244,8 +284,8 @@ func (c EndpointConfig) Validate() error {
 		return bad("HandshakeRetry %v not in [10ms, 10s]", c.HandshakeRetry)
 	case c.HandshakeRetryMax < c.HandshakeRetry || c.HandshakeRetryMax > 10*time.Second:
 		return bad("HandshakeRetryMax %v not in [HandshakeRetry %v, 10s]", c.HandshakeRetryMax, c.HandshakeRetry)
-	case c.HandshakeAttempts < 1 || c.HandshakeAttempts > 1000:
-		return bad("HandshakeAttempts %d not in [1, 1000]", c.HandshakeAttempts)
+	case c.HandshakeTimeout < 10*time.Millisecond || c.HandshakeTimeout > time.Hour:
+		return bad("HandshakeTimeout %v not in [10ms, 1h]", c.HandshakeTimeout)
 	case !(c.HandshakeRate > 0 && c.HandshakeRate <= 1e6):
 		return bad("HandshakeRate %v not in (0, 1e6]", c.HandshakeRate)
 	case c.HandshakeBurst < 1 || c.HandshakeBurst > 1e6:
@@ -262,6 +302,10 @@ func (c EndpointConfig) Validate() error {
 		return bad("PeerDatagramsPerPoll %d not in [32, MaxDatagramsPerPoll %d]", c.PeerDatagramsPerPoll, c.MaxDatagramsPerPoll)
 	case c.StatsInterval < time.Millisecond || c.StatsInterval > time.Hour:
 		return bad("StatsInterval %v not in [1ms, 1h]", c.StatsInterval)
+	case c.OutboxMessages < 1 || c.OutboxMessages > 1<<20:
+		return bad("OutboxMessages %d not in [1, 1<<20]", c.OutboxMessages)
+	case c.OutboxBytes < 1<<10 || c.OutboxBytes > 1<<30:
+		return bad("OutboxBytes %d not in [1 KiB, 1 GiB]", c.OutboxBytes)
 	}
 	return nil
 }

@@ -1,7 +1,11 @@
 package transport
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/netip"
+	"time"
 
 	"github.com/tickwire/tickwire/wire"
 )
@@ -17,8 +21,10 @@ var (
 	// returned (or counted, on the server) before any per-peer state exists.
 	ErrPeerID = errors.New("transport: no peer id in 0..253 available")
 
-	// ErrHandshakeTimeout: a client gave up after EndpointConfig.
-	// HandshakeAttempts handshake datagrams without an Accept.
+	// ErrHandshakeTimeout: a client got no Accept within
+	// EndpointConfig.HandshakeTimeout of its Dial. The error returned is a
+	// *HandshakeTimeoutError (with the numbers), which matches it with
+	// errors.Is and reports Timeout() == true, as a net.Error does.
 	ErrHandshakeTimeout = errors.New("transport: handshake timed out")
 
 	// ErrRejected is matched by every *RejectError: the server refused the
@@ -66,3 +72,52 @@ func (e *RejectError) Error() string { return ErrRejected.Error() + ": " + e.Rea
 
 // Is reports whether target is ErrRejected.
 func (e *RejectError) Is(target error) bool { return target == ErrRejected }
+
+// HandshakeTimeoutError reports a client handshake that got no Accept
+// within EndpointConfig.HandshakeTimeout: Flush, Err and DialContext return
+// it. It matches ErrHandshakeTimeout with errors.Is and implements net.Error
+// with Timeout() == true.
+type HandshakeTimeoutError struct {
+	Server    netip.AddrPort // the address dialled
+	After     time.Duration  // how long the handshake ran, on the endpoint's clock
+	Limit     time.Duration  // EndpointConfig.HandshakeTimeout
+	Datagrams int            // handshake datagrams sent
+	// Challenged: a Challenge arrived (the server is there and answered the
+	// ConnectRequest) but no Accept followed.
+	Challenged bool
+}
+
+// Error returns "transport: handshake timed out: no Accept from <server>
+// after <after> (HandshakeTimeout <limit>); <n> handshake datagrams sent,
+// <no Challenge came | a Challenge came>".
+func (e *HandshakeTimeoutError) Error() string {
+	heard := "no Challenge came"
+	if e.Challenged {
+		heard = "a Challenge came"
+	}
+	return fmt.Sprintf("%v: no Accept from %v after %v (HandshakeTimeout %v); %d handshake datagrams sent, %s",
+		ErrHandshakeTimeout, e.Server, e.After, e.Limit, e.Datagrams, heard)
+}
+
+// Is reports whether target is ErrHandshakeTimeout.
+func (e *HandshakeTimeoutError) Is(target error) bool { return target == ErrHandshakeTimeout }
+
+// Timeout reports true: a deadline passed (net.Error).
+func (e *HandshakeTimeoutError) Timeout() bool { return true }
+
+// Temporary reports true, as os.ErrDeadlineExceeded does (net.Error; the
+// method is deprecated there).
+func (e *HandshakeTimeoutError) Temporary() bool { return true }
+
+// contextError is the error DialContext returns when its context ends
+// first: it wraps ctx.Err() (context.Canceled or context.DeadlineExceeded)
+// and, for a deadline, reports Timeout() == true, as a net.Error does.
+type contextError struct {
+	msg string
+	err error
+}
+
+func (e *contextError) Error() string   { return e.msg }
+func (e *contextError) Unwrap() error   { return e.err }
+func (e *contextError) Timeout() bool   { return errors.Is(e.err, context.DeadlineExceeded) }
+func (e *contextError) Temporary() bool { return e.Timeout() }

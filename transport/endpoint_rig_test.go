@@ -157,8 +157,15 @@ func newEpNet(t testing.TB, seed uint64, l simlink.LinkConfig) *epNet {
 	if err := n.SetDefaultLink(l); err != nil {
 		t.Fatal(err)
 	}
-	return &epNet{t: t, seed: seed, net: n}
+	n.AdvanceTo(rigOrigin)
+	return &epNet{t: t, seed: seed, net: n, now: rigOrigin}
 }
+
+// rigOrigin is where the rig's clock starts: not 0, so that a timer that
+// silently assumes the clock starts with the session (a zero-valued
+// "last time" measured against now) shows up as a failure. The stall clock
+// once did.
+const rigOrigin = time.Hour
 
 func (n *epNet) listen(addr string) *simlink.Conn {
 	n.t.Helper()

@@ -109,6 +109,15 @@ type EndpointStats struct {
 	// (wire.DisconnectIncompatible) in the new session.
 	AcceptsRefused uint64
 
+	// Outbox (Endpoint.Send from other goroutines).
+	OutboxSent uint64 // messages moved from the outbox into their peer's channel
+	// OutboxDropped counts outbox messages that never reached a channel:
+	// their session ended first, the channel refused them for a reason
+	// other than back-pressure, or the endpoint was closed with them
+	// queued. A full channel is back-pressure, not a drop: the message
+	// waits in the outbox for a later Flush.
+	OutboxDropped uint64
+
 	// Session datagrams dropped before they reach a channel (S-E2).
 	UnknownSource  uint64 // no session at the source address
 	WrongSecret    uint64 // session at the address, wrong secret

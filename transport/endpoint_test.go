@@ -5,6 +5,9 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,18 +17,23 @@ import (
 	"github.com/tickwire/tickwire/wire"
 )
 
-// S-E1: the handshake completes on sim(50, 10, 20) within a bounded number
-// of retries, for several seeds; the session then carries traffic both ways.
+// S-E1: the handshake completes on sim(50, 10, 20) within its deadline,
+// for several seeds; the session then carries traffic both ways. At 20 %
+// loss each way a handshake round trip fails 36 % of the time and takes
+// two of them, so the deadline here is 20 s: the 5 s default gives up on
+// some seeds (TUNING.md: raise HandshakeTimeout on paths that lossy).
 func TestHandshakeUnderLoss(t *testing.T) {
 	retried := 0
+	const deadline = 20 * time.Second
 	for seed := uint64(1); seed <= 10; seed++ {
 		n := newEpNet(t, seed, epLink(50, 10, 0.20))
 		srv := n.server("10.0.0.1:9000", EndpointConfig{})
-		cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+		cl := n.client("10.0.0.2:5000", srv, EndpointConfig{HandshakeTimeout: deadline})
 		ticks := n.runUntil(60*30, "connect", isConnected(cl))
 		sends := cl.ep.Stats().HandshakeSends
-		if sends > DefaultHandshakeAttempts {
-			t.Fatalf("seed %d: %d handshake datagrams, bound is %d", seed, sends, DefaultHandshakeAttempts)
+		if at := time.Duration(ticks) * epTick; at >= deadline || cl.ep.Err() != nil {
+			t.Fatalf("seed %d: connected after %v (%d handshake datagrams), err %v; the deadline is %v",
+				seed, at, sends, cl.ep.Err(), deadline)
 		}
 		if sends > 2 {
 			retried++
@@ -50,27 +58,55 @@ func TestHandshakeUnderLoss(t *testing.T) {
 	}
 }
 
-// S-E1: a client whose server never answers gives up after
-// HandshakeAttempts datagrams with an error it can see.
+// S-E1: a client whose server never answers gives up once
+// HandshakeTimeout has passed, at the first Flush on or after the
+// deadline, in virtual time, with an error that says so with the numbers
+// and reports Timeout() as a net.Error does.
 func TestHandshakeGivesUp(t *testing.T) {
-	n := newEpNet(t, 1, epLink(10, 0, 0))
-	srv := n.server("10.0.0.1:9000", EndpointConfig{})
-	srv.deaf, srv.silent = true, true // a server that hears nothing
-	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{HandshakeAttempts: 5, HandshakeRetryMax: 500 * time.Millisecond})
-	n.runUntil(60*10, "give up", func() bool { return cl.err != nil })
-	if !errors.Is(cl.err, ErrHandshakeTimeout) || !errors.Is(cl.ep.Err(), ErrHandshakeTimeout) {
-		t.Fatalf("Flush returned %v, Err %v; want ErrHandshakeTimeout", cl.err, cl.ep.Err())
-	}
-	if s := cl.ep.Stats().HandshakeSends; s != 5 {
-		t.Fatalf("%d handshake datagrams, want 5", s)
-	}
-	// Sends at 0, 0.25, 0.75, 1.25 and 1.75 s, the time-out at 2.25 s,
-	// each up to a tick late.
-	if n.now > 2250*time.Millisecond+6*epTick {
-		t.Fatalf("gave up at %v", n.now)
-	}
-	if cl.ep.StateSize() != 0 || len(cl.rec.connects) != 0 {
-		t.Fatal("a failed handshake left state")
+	for _, tc := range []struct {
+		name      string
+		cfg       EndpointConfig
+		limit     time.Duration
+		datagrams int
+	}{
+		// Sends at 0, 0.25, 0.75, 1.25 and 1.75 s; the deadline at 2 s.
+		{"2s", EndpointConfig{HandshakeTimeout: 2 * time.Second, HandshakeRetryMax: 500 * time.Millisecond}, 2 * time.Second, 5},
+		// The defaults: sends at 0, 0.25, 0.75, 1.75 and 3.75 s; 5 s.
+		{"default", EndpointConfig{}, DefaultHandshakeTimeout, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newEpNet(t, 1, epLink(10, 0, 0))
+			srv := n.server("10.0.0.1:9000", EndpointConfig{})
+			srv.deaf, srv.silent = true, true // a server that hears nothing
+			cl := n.client("10.0.0.2:5000", srv, tc.cfg)
+			n.runUntil(60*10, "give up", func() bool { return cl.err != nil })
+			if !errors.Is(cl.err, ErrHandshakeTimeout) || !errors.Is(cl.ep.Err(), ErrHandshakeTimeout) {
+				t.Fatalf("Flush returned %v, Err %v; want ErrHandshakeTimeout", cl.err, cl.ep.Err())
+			}
+			// runUntil saw the error after the step that returned it.
+			if at := n.now - epTick - rigOrigin; at < tc.limit || at >= tc.limit+epTick {
+				t.Fatalf("gave up at %v; the deadline is %v (ticks of %v)", at, tc.limit, epTick)
+			}
+			var te *HandshakeTimeoutError
+			if !errors.As(cl.err, &te) || te.Datagrams != tc.datagrams || te.Limit != tc.limit ||
+				te.After < tc.limit || te.Challenged || te.Server != srv.conn.LocalAddr() {
+				t.Fatalf("error %#v", te)
+			}
+			var ne net.Error
+			if !errors.As(cl.err, &ne) || !ne.Timeout() {
+				t.Fatalf("%v is not a net.Error with Timeout()", cl.err)
+			}
+			if msg := cl.err.Error(); !strings.Contains(msg, srv.conn.LocalAddr().String()) ||
+				!strings.Contains(msg, tc.limit.String()) || !strings.Contains(msg, fmt.Sprintf("%d handshake datagrams", tc.datagrams)) {
+				t.Fatalf("message lacks the numbers: %s", msg)
+			}
+			if s := cl.ep.Stats().HandshakeSends; s != uint64(tc.datagrams) {
+				t.Fatalf("%d handshake datagrams, want %d", s, tc.datagrams)
+			}
+			if cl.ep.StateSize() != 0 || len(cl.rec.connects) != 0 {
+				t.Fatal("a failed handshake left state")
+			}
+		})
 	}
 }
 
@@ -176,7 +212,7 @@ func TestIdleTimeoutDeadLink(t *testing.T) {
 	if srv.rec.discs[0] != wire.DisconnectTimeout || cl.rec.discs[0] != wire.DisconnectTimeout {
 		t.Fatalf("server %v, client %v", srv.rec.discs, cl.rec.discs)
 	}
-	for _, at := range []time.Duration{srv.rec.discAt[0], cl.rec.discAt[0]} {
+	for _, at := range []time.Duration{srv.rec.discAt[0] - rigOrigin, cl.rec.discAt[0] - rigOrigin} {
 		if at < 3*time.Second || at > 3*time.Second+time.Second {
 			t.Fatalf("reaped at %v", at)
 		}
@@ -534,30 +570,52 @@ func TestEndToEndThreeClients(t *testing.T) {
 // unreliable message per tick each way allocate nothing (the endpoint's
 // TestNoAllocs).
 func TestEndpointNoAllocs(t *testing.T) {
-	n := newEpNet(t, 16, epLink(10, 0, 0))
-	srv := n.server("10.0.0.1:9000", EndpointConfig{})
-	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
-	n.runUntil(120, "connect", isConnected(cl))
-	sp, cp := srv.rec.connects[0], cl.ep.Remote()
-	msg := testPayload(msgKey{from: 1, stream: 9}, 64)
-	tick := func() {
-		if err := cp.Channel().SendUnreliable(msg); err != nil {
-			t.Fatal(err)
-		}
-		if err := sp.Channel().SendUnreliable(msg); err != nil {
-			t.Fatal(err)
-		}
-		n.step()
-	}
-	for range 300 {
-		tick()
-	}
-	before := srv.rec.unreliable
-	if allocs := testing.AllocsPerRun(500, tick); allocs != 0 {
-		t.Fatalf("%v allocations per tick", allocs)
-	}
-	if srv.rec.unreliable-before < 500 {
-		t.Fatalf("only %d messages delivered during the measurement", srv.rec.unreliable-before)
+	for _, tc := range []struct {
+		name   string
+		logger *slog.Logger
+		// outbox: the client's message goes through Endpoint.Send (the
+		// outbox, drained by Flush) instead of the Channel directly.
+		outbox bool
+	}{
+		{"plain", nil, false},
+		{"logger+outbox", slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newEpNet(t, 16, epLink(10, 0, 0))
+			srv := n.server("10.0.0.1:9000", EndpointConfig{Logger: tc.logger})
+			cl := n.client("10.0.0.2:5000", srv, EndpointConfig{Logger: tc.logger})
+			n.runUntil(120, "connect", isConnected(cl))
+			sp, cp := srv.rec.connects[0], cl.ep.Remote()
+			msg := testPayload(msgKey{from: 1, stream: 9}, 64)
+			tick := func() {
+				var err error
+				if tc.outbox {
+					err = cl.ep.Send(cp, Unreliable, 0, msg)
+				} else {
+					err = cp.Channel().SendUnreliable(msg)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sp.Channel().SendUnreliable(msg); err != nil {
+					t.Fatal(err)
+				}
+				n.step()
+			}
+			for range 300 {
+				tick()
+			}
+			before := srv.rec.unreliable
+			if allocs := testing.AllocsPerRun(500, tick); allocs != 0 {
+				t.Fatalf("%v allocations per tick", allocs)
+			}
+			if srv.rec.unreliable-before < 500 {
+				t.Fatalf("only %d messages delivered during the measurement", srv.rec.unreliable-before)
+			}
+			if tc.outbox && cl.ep.Stats().OutboxSent < 800 {
+				t.Fatalf("the outbox moved only %d messages", cl.ep.Stats().OutboxSent)
+			}
+		})
 	}
 }
 
@@ -622,7 +680,12 @@ func TestEndpointConfigValidate(t *testing.T) {
 		{CookiePeriod: time.Millisecond},
 		{HandshakeRetry: time.Millisecond},
 		{HandshakeRetry: time.Second, HandshakeRetryMax: 500 * time.Millisecond},
-		{HandshakeAttempts: -1},
+		{HandshakeTimeout: -1},
+		{HandshakeTimeout: time.Millisecond},
+		{HandshakeTimeout: 2 * time.Hour},
+		{OutboxMessages: -1},
+		{OutboxMessages: 1<<20 + 1},
+		{OutboxBytes: 100},
 		{HandshakeRate: -1},
 		{HandshakeBurst: -1},
 		{GlobalHandshakeRate: -1},

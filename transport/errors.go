@@ -1,6 +1,9 @@
 package transport
 
-import "errors"
+import (
+	"errors"
+	"net"
+)
 
 // Sentinel errors. Callers test them with errors.Is; returned errors may
 // wrap them with detail.
@@ -22,6 +25,18 @@ var (
 	// with the stream and the numbers, and an Endpoint ends the session
 	// with wire.DisconnectStalled.
 	ErrStalled = errors.New("transport: reliable stream stalled")
-	// ErrClosed: the channel or endpoint was closed.
-	ErrClosed = errors.New("transport: closed")
+	// ErrClosed: the endpoint (or its socket) was closed. It matches
+	// net.ErrClosed too, so errors.Is(err, net.ErrClosed) holds for every
+	// error an Endpoint returns once closed, whatever the socket's own
+	// errors wrap.
+	ErrClosed error = closedError{}
 )
+
+// closedError is ErrClosed: "transport: closed", and errors.Is matches it
+// against net.ErrClosed.
+type closedError struct{}
+
+func (closedError) Error() string { return "transport: closed" }
+
+// Is reports whether target is net.ErrClosed.
+func (closedError) Is(target error) bool { return target == net.ErrClosed }

@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -130,16 +132,16 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 	}
 	if e.stopped {
 		// A handshake that got its Challenge before StopAccepting.
-		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectShuttingDown)
+		e.rejectProven(addr, r.Nonce, wire.RejectShuttingDown)
 		return
 	}
 	if e.ids.inUse() >= e.cfg.MaxPeers {
-		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectServerFull)
+		e.rejectProven(addr, r.Nonce, wire.RejectServerFull)
 		return
 	}
 	id, err := e.ids.alloc()
 	if err != nil {
-		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectInvalidPeerID)
+		e.rejectProven(addr, r.Nonce, wire.RejectInvalidPeerID)
 		return
 	}
 	secret, err1 := e.randUint64()
@@ -155,7 +157,7 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 	ch, err := NewChannel(e.cfg.Channel, (*peerEvents)(p), wire.Seq(first), secret)
 	if err != nil { // the config was validated at Listen
 		e.ids.free(id)
-		e.reject(addr, wire.ConnectResponseLen, r.Nonce, wire.RejectUnspecified)
+		e.rejectProven(addr, r.Nonce, wire.RejectUnspecified)
 		return
 	}
 	p.ch = ch
@@ -163,6 +165,7 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 	e.byAddr[addr] = p
 	e.sendAccept(p)
 	e.stats.Connects++
+	e.logPeer(slog.LevelInfo, "transport: peer connected", p)
 	e.h.OnConnect(p)
 }
 
@@ -201,7 +204,7 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 		if e.tokens.genuine(&r.Token) {
 			reason = wire.RejectExpiredToken
 		}
-		e.reject(addr, wire.ConnectResponseLen, r.Nonce, reason)
+		e.rejectProven(addr, r.Nonce, reason)
 		return
 	}
 	secret, err1 := e.randUint64()
@@ -217,6 +220,7 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 	p.setSecret(secret)
 	e.sendAccept(p)
 	e.stats.Resumes++
+	e.logPeer(slog.LevelInfo, "transport: peer resumed", p)
 	e.h.OnResume(p)
 }
 
@@ -271,6 +275,17 @@ func (e *Endpoint) reject(addr netip.AddrPort, reqLen int, nonce uint64, reason 
 	}
 }
 
+// rejectProven rejects a handshake whose cookie verified — the address is
+// proven, so this is one real client's attempt, not a flood, and it is
+// logged.
+func (e *Endpoint) rejectProven(addr netip.AddrPort, nonce uint64, reason wire.RejectReason) {
+	if e.log != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelInfo, "transport: handshake rejected",
+			slog.String("addr", addr.String()), slog.String("reason", reason.String()))
+	}
+	e.reject(addr, wire.ConnectResponseLen, nonce, reason)
+}
+
 // rejectIndex is r's slot in EndpointStats.Rejects: unnamed reasons count
 // under 0.
 func rejectIndex(r wire.RejectReason) int {
@@ -312,9 +327,11 @@ type dialState struct {
 	resume   bool
 	nonce    uint64
 	cookie   wire.Cookie
+	start    time.Duration // when the handshake began (Dial's now); its deadline is start + HandshakeTimeout
 	next     time.Duration // when the next (re-)send is due
 	interval time.Duration // current back-off interval
 	sent     int           // datagrams sent by this handshake
+	heard    bool          // a Challenge arrived
 }
 
 // startDial begins a handshake with a fresh nonce; the first datagram goes
@@ -324,32 +341,43 @@ func (e *Endpoint) startDial(now time.Duration, resume bool) error {
 	if err != nil {
 		return err
 	}
-	e.dial = dialState{phase: dialRequest, resume: resume, nonce: nonce, next: now, interval: e.cfg.HandshakeRetry}
+	e.dial = dialState{phase: dialRequest, resume: resume, nonce: nonce, start: now, next: now, interval: e.cfg.HandshakeRetry}
 	return nil
+}
+
+// dialExpired reports whether a first connection's handshake has run out
+// of time at now (a resume is bounded by the session's horizon instead).
+func (e *Endpoint) dialExpired(now time.Duration) bool {
+	d := &e.dial
+	return !d.resume && now-d.start >= e.cfg.HandshakeTimeout
 }
 
 // clientTick runs a client's per-tick handshake work: the automatic
 // suspension of a silent session, and handshake (re-)sends on a back-off
-// schedule bounded by HandshakeAttempts (first connection) or by the
-// session's horizon (resume).
+// schedule bounded in time by HandshakeTimeout (first connection) or by
+// the session's horizon (resume).
 func (e *Endpoint) clientTick(now time.Duration) {
 	if p := e.remote; p != nil && p.state == PeerConnected && e.cfg.ResumeAfter != NoResume &&
 		now-p.lastRx >= e.cfg.ResumeAfter {
-		e.suspendClient(p, wire.DisconnectTimeout)
-		if err := e.startDial(now, true); err != nil {
-			e.err = err
-			e.end(p, wire.DisconnectTimeout)
-			return
-		}
-		e.h.OnSuspend(p, wire.DisconnectTimeout)
+		e.suspendAndResume(now, p)
 	}
 	d := &e.dial
-	if d.phase == dialIdle || now < d.next {
+	if d.phase == dialIdle {
 		return
 	}
-	if !d.resume && d.sent >= e.cfg.HandshakeAttempts {
+	if e.dialExpired(now) {
 		d.phase = dialIdle
-		e.err = fmt.Errorf("%w: no Accept from %v after %d datagrams", ErrHandshakeTimeout, e.server, d.sent)
+		te := &HandshakeTimeoutError{Server: e.server, After: now - d.start, Limit: e.cfg.HandshakeTimeout,
+			Datagrams: d.sent, Challenged: d.heard}
+		e.err = te
+		if e.log != nil {
+			e.log.LogAttrs(context.Background(), slog.LevelWarn, "transport: handshake timed out",
+				slog.String("server", e.server.String()), slog.Duration("after", te.After),
+				slog.Int("datagrams", te.Datagrams), slog.Bool("challenged", te.Challenged))
+		}
+		return
+	}
+	if now < d.next {
 		return
 	}
 	e.sendDial(now)
@@ -400,9 +428,9 @@ func (e *Endpoint) onChallenge(now time.Duration, addr netip.AddrPort, b []byte)
 		e.stats.StrayReplies++
 		return
 	}
-	d.cookie, d.phase, d.interval = c.Cookie, dialResponse, e.cfg.HandshakeRetry
-	if !d.resume && d.sent >= e.cfg.HandshakeAttempts {
-		return // out of attempts: the next Flush reports the time-out
+	d.cookie, d.phase, d.interval, d.heard = c.Cookie, dialResponse, e.cfg.HandshakeRetry, true
+	if e.dialExpired(now) {
+		return // out of time: the next Flush reports the time-out
 	}
 	e.sendDial(now)
 }
@@ -435,7 +463,8 @@ func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 	if err := l.check(); err != nil {
 		e.stats.Malformed[MalformedLimit]++
 		e.refuseAccept(&a, wire.DisconnectProtocolError)
-		e.err = fmt.Errorf("%w: Accept announces limits no valid config has (%v): %w", ErrProtocol, l, err)
+		e.err = fmt.Errorf("%w: Accept from %v announces limits no valid config has (%v): %w", ErrProtocol, e.server, l, err)
+		e.logDialErr(e.err)
 		return
 	}
 	ccfg, err := adoptLimits(e.ownChannel, l)
@@ -443,6 +472,7 @@ func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 		e.stats.AcceptsRefused++
 		e.refuseAccept(&a, wire.DisconnectIncompatible)
 		e.err = err
+		e.logDialErr(e.err)
 		return
 	}
 	first, err := e.randUint64()
@@ -465,7 +495,16 @@ func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 	e.remote = p
 	e.byAddr[p.addr] = p
 	e.stats.Connects++
+	e.logPeer(slog.LevelInfo, "transport: connected", p, slog.Duration("handshake", now-d.start), slog.Int("datagrams", d.sent))
 	e.h.OnConnect(p)
+}
+
+// logDialErr logs why a client's handshake or resume failed.
+func (e *Endpoint) logDialErr(err error) {
+	if e.log != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelWarn, "transport: handshake failed",
+			slog.String("server", e.server.String()), slog.Any("err", err))
+	}
 }
 
 // onResumeAccept completes a resume: the session keeps its channel, which
@@ -488,6 +527,7 @@ func (e *Endpoint) onResumeAccept(now time.Duration, a *wire.Accept, l sharedLim
 	p.setSecret(a.Secret)
 	if bad != nil {
 		e.err = bad
+		e.logDialErr(bad)
 		for range e.cfg.DisconnectRepeats { // each Flush carries one copy
 			p.ch.Disconnect(wire.DisconnectProtocolError)
 			e.flushPeer(now, p)
@@ -502,6 +542,7 @@ func (e *Endpoint) onResumeAccept(now time.Duration, a *wire.Accept, l sharedLim
 	// hears from us, so the sooner it does, the shorter that window.
 	p.ch.ackDirty = true
 	e.stats.Resumes++
+	e.logPeer(slog.LevelInfo, "transport: session resumed", p)
 	e.h.OnResume(p)
 }
 
@@ -543,18 +584,19 @@ func (e *Endpoint) onReject(now time.Duration, addr netip.AddrPort, b []byte) {
 	e.stats.Rejects[rejectIndex(r.Reason)]++
 	switch r.Reason {
 	case wire.RejectBadCookie:
-		sent := d.sent
+		sent, start := d.sent, d.start
 		if err := e.startDial(now, d.resume); err != nil {
 			e.err = err
 			return
 		}
-		d.sent = sent
+		d.sent, d.start = sent, start // the deadline stands
 		return
 	case wire.RejectRateLimited:
 		return
 	}
 	d.phase = dialIdle
 	e.err = &RejectError{Reason: r.Reason}
+	e.logDialErr(e.err)
 	if d.resume && e.remote != nil && e.remote.state != PeerClosed && e.remote.state != PeerClosing {
 		e.end(e.remote, e.remote.why)
 	}

@@ -225,7 +225,7 @@ func TestClientRefusesProvenancePeerID(t *testing.T) {
 	for _, id := range []uint8{254, 255} {
 		n := newEpNet(t, 23, epLink(5, 0, 0))
 		fake := n.listen("10.0.0.1:9000") // a hostile server
-		cl := n.client("10.0.0.2:5000", &node{conn: fake}, EndpointConfig{HandshakeAttempts: 4})
+		cl := n.client("10.0.0.2:5000", &node{conn: fake}, EndpointConfig{HandshakeTimeout: 2 * time.Second})
 		in := make([]socket.Message, 8)
 		for i := range in {
 			in[i].Buf = make([]byte, MaxMTU)

@@ -153,6 +153,9 @@ type Peer struct {
 	// Session datagrams handled in the Poll numbered pollSeq (server).
 	pollSeq  uint64
 	pollUsed int
+	// outboxBlocked: the drainOutbox round in which this peer's channel
+	// was full; its later outbox messages wait for the next round.
+	outboxBlocked uint64
 }
 
 // ID returns the peer id, 0..253. On a client it is the id the server

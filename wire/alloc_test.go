@@ -4,7 +4,7 @@ import "testing"
 
 // TestNoAllocs runs every encoder and decoder through testing.AllocsPerRun
 // with pre-sized buffers: the per-packet path of every format must not
-// allocate (habit 1 of STYLE.md; scenario S-F7 depends on it one layer up).
+// allocate (scenario S-F7 depends on it one layer up).
 func TestNoAllocs(t *testing.T) {
 	buf := make([]byte, 0, 4096)
 	payload := []byte("0123456789abcdef0123456789abcdef")

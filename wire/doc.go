@@ -54,4 +54,6 @@
 // format narrows a type (a fragment count of 0, a peer id above 253, a
 // payload above its cap), the encoder writes the value as given, and the
 // matching decoder rejects it; callers validate their own configuration.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package wire

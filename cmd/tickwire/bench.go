@@ -16,6 +16,8 @@ import (
 	"github.com/tickwire/tickwire/bench"
 	"github.com/tickwire/tickwire/bench/chart"
 	"github.com/tickwire/tickwire/rollback"
+	"github.com/tickwire/tickwire/transport"
+	"github.com/tickwire/tickwire/transport/simlink"
 )
 
 // Settings of --quick: a few seconds in all, for tests and smoke runs.
@@ -131,36 +133,35 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 		}
 		s.Transports = append(s.Transports, t)
 	}
-	losses, err := parsePercents(f.losses)
+	losses, err := parsePercents("loss", f.losses)
 	if err != nil {
-		return s, fmt.Errorf("--loss: %w", err)
+		return s, err
 	}
 	s.Losses = losses
-	if f.dup < 0 || f.dup > 100 {
-		return s, fmt.Errorf("--dup %v not in [0, 100]", f.dup)
-	}
 	s.Link = bench.Link{Delay: f.delay, Jitter: f.jitter, Dup: f.dup / 100, Burst: f.burst, Seed: f.seed}
-	// Zero would mean "default" to the bench package; on the command
-	// line it is a mistake.
-	switch {
-	case f.count < 1:
-		return s, fmt.Errorf("--count %d: want at least 1", f.count)
-	case !(f.rate > 0):
-		return s, fmt.Errorf("--rate %v: want more than 0", f.rate)
-	case f.size < 1:
-		return s, fmt.Errorf("--size %d: want at least %d", f.size, bench.MinSize)
-	case f.mtu < 1:
-		return s, fmt.Errorf("--mtu %d: want at least 576", f.mtu)
-	case f.duration <= 0:
-		return s, fmt.Errorf("--duration %v: want more than 0", f.duration)
-	case set["peers"] && f.peers < 1:
-		return s, fmt.Errorf("--peers %d: want at least 1", f.peers)
-	case f.inFlight < 0:
-		return s, fmt.Errorf("--max-in-flight %d: want at least 0", f.inFlight)
-	case f.frameCap < 0:
-		return s, fmt.Errorf("--frame-capacity %d: want at least 0", f.frameCap)
-	case !(f.bulkMB > 0) || f.bulkMB*(1<<20) > bench.MaxBulkBytes:
-		return s, fmt.Errorf("--bulk-mb %v: want more than 0, at most %d", f.bulkMB, bench.MaxBulkBytes>>20)
+	var peers error
+	if set["peers"] {
+		peers = intIn("peers", f.peers, 1, bench.DefaultPeers)
+	}
+	// The ranges are the flags' documented ones, which bench.Scenario's
+	// Validate also enforces (count and rate have upper bounds only
+	// there); zero would mean "default" to the bench package.
+	if err := firstErr(
+		percent("dup", f.dup),
+		burstLen("burst", f.burst),
+		durationIn("delay", f.delay, 0, simlink.MaxDelay),
+		durationIn("jitter", f.jitter, 0, simlink.MaxDelay),
+		intAtLeast("count", f.count, 1),
+		positive("rate", f.rate, 0),
+		intIn("size", f.size, bench.MinSize, bench.MaxSize),
+		intIn("mtu", f.mtu, transport.MinMTU, transport.MaxMTU),
+		positiveDuration("duration", f.duration, bench.MaxDuration),
+		peers,
+		zeroOrIn("max-in-flight", f.inFlight, 1, ackmap.MaxInFlightLimit, "the defaults"),
+		zeroOrIn("frame-capacity", f.frameCap, rollback.MinFrameCapacity, rollback.MaxFrameCapacity, "the default"),
+		positive("bulk-mb", f.bulkMB, float64(bench.MaxBulkBytes>>20)),
+	); err != nil {
+		return s, err
 	}
 	s.Count, s.Rate, s.Size, s.MTU = f.count, f.rate, f.size, f.mtu
 	s.Duration, s.Bytes = f.duration, int64(f.bulkMB*(1<<20))
@@ -336,16 +337,17 @@ func commandLine(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// parsePercents parses "0,1,5" into probabilities {0, 0.01, 0.05}.
-func parsePercents(s string) ([]float64, error) {
+// parsePercents parses flag's value "0,1,5" into probabilities {0, 0.01,
+// 0.05}; an error names the flag and the value.
+func parsePercents(flag, s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", f)
+			return nil, fmt.Errorf("--%s %q: not a number", flag, f)
 		}
-		if !(v >= 0 && v <= 100) {
-			return nil, fmt.Errorf("%v not in [0, 100]", v)
+		if err := percent(flag, v); err != nil {
+			return nil, err
 		}
 		out = append(out, v/100)
 	}

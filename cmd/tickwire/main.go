@@ -14,6 +14,8 @@
 //	tickwire relay --listen ADDR --to ADDR [flags]
 //	                          the link conditioner between processes: loss, delay, jitter, dup
 //	tickwire soak [flags]     run scenario S-I1, the long soak, in virtual time
+//	tickwire version          print the CLI and library versions and the VCS revision
+//	                          (also tickwire --version)
 //	tickwire help             list the subcommands
 //
 // Across processes, for example (each line in its own terminal):
@@ -33,6 +35,8 @@
 // Exit status: 0 on success, 1 when a run failed (a reliable row lost
 // messages, a pair could not be set up, the server did not answer), 2 for
 // bad usage.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package main
 
 import (
@@ -72,6 +76,7 @@ func commands() []command {
 		{"client", "run one echo row against a server in another process; exit 1 if it fails", runClient},
 		{"relay", "the bench's link conditioner between processes or machines", runRelay},
 		{"soak", "scenario S-I1: reliable messages of 1 B to 16 KiB both ways over a bad simulated link, at the defaults, then tuned", runSoak},
+		{"version", "print the CLI and library versions and the VCS revision they were built from", runVersion},
 		{"help", "list the subcommands", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			usage(stdout)
 			return exitOK
@@ -89,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
+	case "-version", "--version":
+		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/bench"
+	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
 )
 
@@ -100,15 +101,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	addr, err := parseAddr("listen", listen, false)
 	cfg := bench.ServerConfig{Transport: tname, Listen: addr, MTU: mtu}
-	switch {
-	case err != nil:
-	case profile != bench.ProfileEcho:
-		err = fmt.Errorf("--profile %q: only %q runs across processes", profile, bench.ProfileEcho)
-	case duration < 0:
-		err = fmt.Errorf("--duration %v: want 0 or more", duration)
-	case mtu < 1:
-		err = fmt.Errorf("--mtu %d: want at least 576", mtu)
-	default:
+	if err == nil {
+		err = checkServerFlags(profile, duration, mtu)
+	}
+	if err == nil {
 		err = cfg.Validate()
 	}
 	if err != nil {
@@ -183,27 +179,10 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	addr, err := parseAddr("connect", connect, true)
 	s := bench.ClientScenario{Addr: addr, Transport: tname, Count: count, Rate: rate, Size: size, MTU: mtu, Drain: drain, ConnectTimeout: timeout}
-	// Zero would mean "default" to the bench package; on the command line
-	// it is a mistake.
-	switch {
-	case err != nil:
-	case profile != bench.ProfileEcho:
-		err = fmt.Errorf("--profile %q: only %q runs across processes", profile, bench.ProfileEcho)
-	case count < 1:
-		err = fmt.Errorf("--count %d: want at least 1", count)
-	case !(rate > 0):
-		err = fmt.Errorf("--rate %v: want more than 0", rate)
-	case size < 1:
-		err = fmt.Errorf("--size %d: want at least %d", size, bench.MinSize)
-	case mtu < 1:
-		err = fmt.Errorf("--mtu %d: want at least 576", mtu)
-	case drain < 0:
-		err = fmt.Errorf("--drain %v: want 0 or more", drain)
-	case timeout <= 0:
-		err = fmt.Errorf("--connect-timeout %v: want more than 0", timeout)
-	case tname == bench.Raw:
-		err = fmt.Errorf("--transport %q: %w", tname, bench.ErrNoReliable)
-	default:
+	if err == nil {
+		err = checkClientFlags(profile, tname, count, rate, size, mtu, drain, timeout)
+	}
+	if err == nil {
 		err = s.Validate()
 	}
 	if err != nil {
@@ -304,15 +283,10 @@ func runRelay(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ta, err = parseAddr("to", to, true)
 	}
 	link := simlink.LinkConfig{Loss: loss / 100, Delay: delay, Jitter: jitter, Duplicate: dup / 100, BurstLen: burst}
-	switch {
-	case err != nil:
-	case !(loss >= 0 && loss <= 100):
-		err = fmt.Errorf("--loss %v not in [0, 100]", loss)
-	case !(dup >= 0 && dup <= 100):
-		err = fmt.Errorf("--dup %v not in [0, 100]", dup)
-	case dur < 0:
-		err = fmt.Errorf("--duration %v: want 0 or more", dur)
-	default:
+	if err == nil {
+		err = checkRelayFlags(loss, dup, burst, delay, jitter, dur)
+	}
+	if err == nil {
 		err = link.Validate()
 	}
 	if err != nil {
@@ -366,4 +340,51 @@ func printDir(w io.Writer, name string, d bench.DirStats) {
 	fmt.Fprintf(w, "  %-24s in %d datagrams (%d B), forwarded %d (%d B), dropped %d (model %d, overflow %d, write errors %d), held at exit %d, duplicated %d, foreign %d\n",
 		name+":", d.Received, d.ReceivedBytes, d.Forwarded, d.ForwardedBytes,
 		dropped, d.Model.Dropped(), d.Overflow, d.WriteErrors, held, d.Model.Duplicated, d.Foreign)
+}
+
+// checkServerFlags checks the server's flags against their documented
+// ranges (see flags.go); bench.ServerConfig.Validate checks the rest.
+func checkServerFlags(profile string, duration time.Duration, mtu int) error {
+	if profile != bench.ProfileEcho {
+		return fmt.Errorf("--profile %q: only %q runs across processes", profile, bench.ProfileEcho)
+	}
+	return firstErr(
+		nonNegative("duration", duration),
+		intIn("mtu", mtu, transport.MinMTU, transport.MaxMTU),
+	)
+}
+
+// checkClientFlags checks the client's flags against their documented
+// ranges; bench.ClientScenario.Validate checks the rest (count and rate
+// have upper bounds only there). Zero would mean "default" to the bench
+// package; on the command line it is a mistake.
+func checkClientFlags(profile, tname string, count int, rate float64, size, mtu int, drain, timeout time.Duration) error {
+	switch {
+	case profile != bench.ProfileEcho:
+		return fmt.Errorf("--profile %q: only %q runs across processes", profile, bench.ProfileEcho)
+	case tname == bench.Raw:
+		return fmt.Errorf("--transport %q: %w", tname, bench.ErrNoReliable)
+	}
+	return firstErr(
+		intAtLeast("count", count, 1),
+		positive("rate", rate, 0),
+		intIn("size", size, bench.MinSize, bench.MaxSize),
+		intIn("mtu", mtu, transport.MinMTU, transport.MaxMTU),
+		nonNegative("drain", drain),
+		positiveDuration("connect-timeout", timeout, 0),
+	)
+}
+
+// checkRelayFlags checks the relay's flags against their documented
+// ranges; simlink.LinkConfig.Validate checks what depends on several
+// (a loss rate a burst length cannot reach).
+func checkRelayFlags(loss, dup, burst float64, delay, jitter, dur time.Duration) error {
+	return firstErr(
+		percent("loss", loss),
+		percent("dup", dup),
+		burstLen("burst", burst),
+		durationIn("delay", delay, 0, simlink.MaxDelay),
+		durationIn("jitter", jitter, 0, simlink.MaxDelay),
+		nonNegative("duration", dur),
+	)
 }

@@ -48,8 +48,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if fs.NArg() != 0 || count == 0 || perTick <= 0 || maxWall <= 0 || maxVirt <= 0 {
-		fmt.Fprintln(stderr, "tickwire soak: --count, --per-tick, --max-wall and --max-virtual must be positive, and no arguments follow the flags")
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "tickwire soak: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := checkSoakFlags(count, perTick, maxWall, maxVirt); err != nil {
+		fmt.Fprintf(stderr, "tickwire soak: %v\n", err)
 		return exitUsage
 	}
 	var run []soak.Phase
@@ -99,4 +103,19 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkSoakFlags checks the soak's flags: each must be positive (zero
+// would mean "default" to bench/soak).
+func checkSoakFlags(count uint64, perTick int, maxWall, maxVirt time.Duration) error {
+	var countErr error
+	if count == 0 {
+		countErr = fmt.Errorf("--count %d: want at least 1", count)
+	}
+	return firstErr(
+		countErr,
+		intAtLeast("per-tick", perTick, 1),
+		positiveDuration("max-wall", maxWall, 0),
+		positiveDuration("max-virtual", maxVirt, 0),
+	)
 }

@@ -90,5 +90,6 @@
 // loop) and is not safe for concurrent use. In steady state its message
 // handling, Tick and Flush allocate nothing (TestNoAllocsLinks).
 //
-// docs/ROLLBACK.md has the formats and the measurements.
+// docs/ROLLBACK.md has the formats and the measurements. Scenario ids
+// (S-xx) in comments refer to docs/SCENARIOS.md.
 package link

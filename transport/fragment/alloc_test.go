@@ -9,7 +9,7 @@ import (
 
 // TestNoAllocs: the per-piece paths allocate nothing in steady state —
 // Add of every piece of a 16-piece message (including the one that
-// completes it), Expire, Count and AppendPiece (STYLE.md habit 1).
+// completes it), Expire, Count and AppendPiece.
 func TestNoAllocs(t *testing.T) {
 	const mtu = 1200
 	ps := PieceSize(mtu)

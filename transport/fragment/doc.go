@@ -56,4 +56,6 @@
 // MaxPartial + 1 of them). Count, AppendPiece and Expire never allocate
 // (AppendPiece only grows dst when it lacks room). TestNoAllocs checks
 // this.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package fragment

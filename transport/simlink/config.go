@@ -29,15 +29,13 @@ var (
 	ErrRange = errors.New("simlink: value out of range")
 
 	// ErrAddrInUse is returned by Network.Listen for an address that already
-	// has an endpoint.
+	// has an endpoint. The other errors of Listen and of a Conn use the
+	// sentinels of package socket: socket.ErrInvalidAddr for an address
+	// that is not a valid, specified IP and port (port 0 is allowed by
+	// Listen only, where it picks a free port), socket.ErrInvalidMessage
+	// and socket.ErrTooLarge for a message WriteBatch refuses, and
+	// socket.ErrClosed (which wraps net.ErrClosed) after Close.
 	ErrAddrInUse = errors.New("simlink: address already in use")
-	// ErrInvalidAddr is returned by Network.Listen and Conn.WriteBatch for an
-	// address that is not a valid, specified IP and port (port 0 is allowed
-	// by Listen only, where it picks a free port).
-	ErrInvalidAddr = errors.New("simlink: invalid address")
-	// ErrInvalidMessage is returned by Conn.WriteBatch for a Message whose N
-	// is negative or larger than len(Buf).
-	ErrInvalidMessage = errors.New("simlink: message length outside its buffer")
 )
 
 // Defaults and limits of LinkConfig.

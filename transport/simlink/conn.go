@@ -2,15 +2,11 @@ package simlink
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 
 	"github.com/tickwire/tickwire/transport/socket"
 )
-
-// errClosed is returned by every Conn operation after Close.
-var errClosed = fmt.Errorf("simlink: use of closed endpoint: %w", net.ErrClosed)
 
 // ConnStats counts what one endpoint did. A snapshot.
 type ConnStats struct {
@@ -90,9 +86,10 @@ func (c *Conn) Stats() ConnStats {
 // WriteBatch sends msgs in order through the links from this endpoint to
 // each msgs[i].Addr, and returns how many were accepted. On error msgs[:n]
 // were sent and msgs[n] was not: socket.ErrTooLarge (wrapped) when N
-// exceeds the link's MTU, ErrInvalidMessage when N is outside Buf,
-// ErrInvalidAddr for an invalid, unspecified or port-0 destination, and an
-// error satisfying errors.Is(err, net.ErrClosed) after Close. It keeps no
+// exceeds the link's MTU, socket.ErrInvalidMessage when N is outside Buf,
+// socket.ErrInvalidAddr for an invalid, unspecified or port-0
+// destination, and socket.Closed("write", …) — wrapping socket.ErrClosed
+// and net.ErrClosed — after Close. It keeps no
 // reference to any Buf. Cost per datagram: one model decision, one copy
 // into a recycled buffer and a heap push; no allocation in steady state.
 func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) {
@@ -100,16 +97,16 @@ func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if c.closed {
-		return 0, errClosed
+		return 0, socket.Closed("write", c.addr)
 	}
 	for i := range msgs {
 		m := &msgs[i]
 		if m.N < 0 || m.N > len(m.Buf) {
-			return i, fmt.Errorf("simlink: message %d: N %d with len(Buf) %d: %w", i, m.N, len(m.Buf), ErrInvalidMessage)
+			return i, fmt.Errorf("simlink: message %d: %w: N %d with len(Buf) %d", i, socket.ErrInvalidMessage, m.N, len(m.Buf))
 		}
 		dst := unmap(m.Addr)
 		if !dst.Addr().IsValid() || dst.Addr().IsUnspecified() || dst.Port() == 0 {
-			return i, fmt.Errorf("simlink: message %d: destination %v: %w", i, m.Addr, ErrInvalidAddr)
+			return i, fmt.Errorf("simlink: message %d: %w: destination %v", i, socket.ErrInvalidAddr, m.Addr)
 		}
 		if err := n.send(c, dst, m.Buf[:m.N]); err != nil {
 			return i, err
@@ -138,7 +135,7 @@ func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
 		c.waiting--
 	}
 	if c.closed {
-		return 0, errClosed
+		return 0, socket.Closed("read", c.addr)
 	}
 	return c.fill(msgs), nil
 }
@@ -149,7 +146,7 @@ func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 	c.net.mu.Lock()
 	defer c.net.mu.Unlock()
 	if c.closed {
-		return 0, errClosed
+		return 0, socket.Closed("read", c.addr)
 	}
 	return c.fill(msgs), nil
 }

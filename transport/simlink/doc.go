@@ -73,8 +73,8 @@
 // Every method is safe for concurrent use (one mutex guards a Network and
 // its endpoints). A [Conn.ReadBatch] on an empty queue blocks until another
 // goroutine advances time far enough, sends with zero delay, or closes the
-// Conn; Close makes it return an error satisfying errors.Is(err,
-// net.ErrClosed). A test that blocks in ReadBatch must therefore advance the
+// Conn; Close makes it return socket.Closed("read", …), which satisfies
+// errors.Is for socket.ErrClosed and net.ErrClosed. A test that blocks in ReadBatch must therefore advance the
 // clock from another goroutine (or use zero delay, or TryReadBatch).
 //
 // # Buffer ownership
@@ -85,4 +85,6 @@
 // is read or dropped. ReadBatch copies into the caller's Buf and keeps no
 // reference to it. A datagram longer than the caller's Buf is truncated and
 // counted in [ConnStats.Truncated].
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package simlink

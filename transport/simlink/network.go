@@ -247,15 +247,15 @@ func (n *Network) SetTrace(fn func(Event)) {
 
 // Listen binds a new endpoint to addr. Port 0 picks the next free port in
 // 49152–65535 after the last one picked (starting at 49152, wrapping),
-// deterministically. Use
-// loopback-style addresses (127.0.0.x) for readability; nothing touches the
-// real network. It fails with ErrInvalidAddr for an invalid or unspecified
-// IP and with ErrAddrInUse when addr already has an open endpoint (a closed
-// endpoint's address may be bound again).
+// deterministically. Use loopback-style addresses (127.0.0.x) for
+// readability; nothing touches the real network. It fails with
+// socket.ErrInvalidAddr for an invalid or unspecified IP and with
+// ErrAddrInUse when addr already has an open endpoint (a closed endpoint's
+// address may be bound again).
 func (n *Network) Listen(addr netip.AddrPort) (*Conn, error) {
 	addr = unmap(addr)
 	if !addr.Addr().IsValid() || addr.Addr().IsUnspecified() {
-		return nil, fmt.Errorf("simlink: listen %v: %w", addr, ErrInvalidAddr)
+		return nil, fmt.Errorf("simlink: listen %v: %w", addr, socket.ErrInvalidAddr)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

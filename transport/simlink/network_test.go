@@ -545,11 +545,11 @@ func TestInvalidMessages(t *testing.T) {
 		msg  socket.Message
 		kind error
 	}{
-		{socket.Message{Buf: buf, N: 11, Addr: b.LocalAddr()}, ErrInvalidMessage},
-		{socket.Message{Buf: buf, N: -1, Addr: b.LocalAddr()}, ErrInvalidMessage},
-		{socket.Message{Buf: buf, N: 1}, ErrInvalidAddr},
-		{socket.Message{Buf: buf, N: 1, Addr: netip.MustParseAddrPort("0.0.0.0:1")}, ErrInvalidAddr},
-		{socket.Message{Buf: buf, N: 1, Addr: addr(2, 0)}, ErrInvalidAddr},
+		{socket.Message{Buf: buf, N: 11, Addr: b.LocalAddr()}, socket.ErrInvalidMessage},
+		{socket.Message{Buf: buf, N: -1, Addr: b.LocalAddr()}, socket.ErrInvalidMessage},
+		{socket.Message{Buf: buf, N: 1}, socket.ErrInvalidAddr},
+		{socket.Message{Buf: buf, N: 1, Addr: netip.MustParseAddrPort("0.0.0.0:1")}, socket.ErrInvalidAddr},
+		{socket.Message{Buf: buf, N: 1, Addr: addr(2, 0)}, socket.ErrInvalidAddr},
 	} {
 		k, err := a.WriteBatch([]socket.Message{tc.msg, {Buf: buf, N: 1, Addr: b.LocalAddr()}})
 		if k != 0 || !errors.Is(err, tc.kind) {
@@ -747,7 +747,7 @@ func TestListen(t *testing.T) {
 		t.Fatalf("mapped address: %v", err)
 	}
 	for _, bad := range []netip.AddrPort{{}, netip.MustParseAddrPort("0.0.0.0:1"), netip.MustParseAddrPort("[::]:1")} {
-		if _, err := n.Listen(bad); !errors.Is(err, ErrInvalidAddr) {
+		if _, err := n.Listen(bad); !errors.Is(err, socket.ErrInvalidAddr) {
 			t.Errorf("Listen(%v): %v", bad, err)
 		}
 	}

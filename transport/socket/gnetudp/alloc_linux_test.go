@@ -49,8 +49,7 @@ func testNoAllocs(t *testing.T, cfg gnetudp.Config, size int) {
 	defer watchdog.Stop()
 	// Finalizers of sockets earlier tests closed run after a GC and may
 	// allocate: run them now, and keep the GC off while measuring.
-	runtime.GC()
-	time.Sleep(10 * time.Millisecond)
+	runFinalizers(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 
 	toClient := messages(batch, size, c.LocalAddr())
@@ -131,6 +130,7 @@ func measureReads(t *testing.T, e *gnetudp.Engine, c *udp.Conn, out, in []socket
 	t.Helper()
 	var m readMeasure
 	var ms runtime.MemStats
+	dump := make([]byte, 1<<20) // for waitLoopsIdle, which must not allocate
 	for i := range runs + 1 {
 		w0 := e.Stats().Wakeups
 		runtime.ReadMemStats(&ms)
@@ -145,10 +145,11 @@ func measureReads(t *testing.T, e *gnetudp.Engine, c *udp.Conn, out, in []socket
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
-		// The loop publishes the last datagram before it returns to gnet;
-		// let it get back to epoll_wait, so that nothing of its own falls
+		// The loop publishes the last datagram before it returns to gnet,
+		// which may still allocate (it resizes its event list): wait until
+		// every loop is back in epoll_wait, so that nothing of theirs falls
 		// in the read window.
-		time.Sleep(time.Millisecond)
+		waitLoopsIdle(t, dump, 5*time.Second)
 		runtime.ReadMemStats(&ms)
 		m1 := ms.Mallocs
 		for got := 0; got < len(out); {

@@ -8,24 +8,14 @@ import (
 	"github.com/tickwire/tickwire/transport/socket"
 )
 
-// Sentinel errors. Callers test them with errors.Is; the errors returned
-// wrap them with the offending value. Oversize datagrams are reported with
-// socket.ErrTooLarge and a closed engine with net.ErrClosed.
-var (
-	// ErrInvalidConfig is wrapped by Config.Validate for a field out of
-	// range.
-	ErrInvalidConfig = errors.New("gnetudp: invalid config")
-	// ErrInvalidAddr is returned by Open for an unusable local address and
-	// by WriteBatch for a message whose Addr is the zero netip.AddrPort or
-	// an IPv6 address on an IPv4 engine.
-	ErrInvalidAddr = errors.New("gnetudp: invalid address")
-	// ErrInvalidMessage is returned by WriteBatch for a message whose N is
-	// negative or larger than len(Buf).
-	ErrInvalidMessage = errors.New("gnetudp: invalid message")
-	// ErrUnsupported is returned by Open on platforms other than Linux. It
-	// wraps errors.ErrUnsupported.
-	ErrUnsupported = fmt.Errorf("gnetudp: %w", errors.ErrUnsupported)
-)
+// ErrInvalidConfig is wrapped by Config.Validate for a field out of range.
+// The engine's other errors use the sentinels of package socket:
+// socket.ErrInvalidAddr from Open for an unusable local address and from
+// WriteBatch for a destination it cannot send to, socket.ErrTooLarge and
+// socket.ErrInvalidMessage for a message WriteBatch refuses,
+// socket.ErrClosed (which wraps net.ErrClosed) after Close; and
+// errors.ErrUnsupported, wrapped, from Open on platforms other than Linux.
+var ErrInvalidConfig = errors.New("gnetudp: invalid config")
 
 // Defaults and limits applied by Config.
 const (

@@ -7,7 +7,8 @@
 // WriteBatch move datagrams in batches like every socket.Conn; Close stops
 // it. It passes the conformance suite in package sockettest (S-A5),
 // against another engine and against a client on the batched UDP socket.
-// It is implemented on Linux; elsewhere Open returns ErrUnsupported.
+// It is implemented on Linux; elsewhere Open returns an error wrapping
+// errors.ErrUnsupported.
 //
 // # Threading model
 //
@@ -43,7 +44,7 @@
 // An open engine has EventLoops + 2 goroutines: the event loops, gnet's
 // ticker (parked; its first tick tells Open that every socket is bound) and
 // one parked in gnet.Run. Close wakes a parked reader with an error
-// wrapping net.ErrClosed, stops gnet and returns once gnet.Run has
+// wrapping socket.ErrClosed and net.ErrClosed, stops gnet and returns once gnet.Run has
 // returned: the event loops and the ticker have exited, the last goroutine
 // is ending.
 //
@@ -168,4 +169,6 @@
 // gnet on that port and closes the reservation once every loop's socket
 // has joined. A fixed port is shared, as SO_REUSEPORT allows, with any
 // socket of the same user bound to it with SO_REUSEPORT.
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package gnetudp

@@ -103,7 +103,7 @@ func Open(laddr netip.AddrPort, cfg Config) (*Engine, error) {
 	}
 	cfg = cfg.withDefaults()
 	if !laddr.IsValid() {
-		return nil, fmt.Errorf("%w: local address %v", ErrInvalidAddr, laddr)
+		return nil, fmt.Errorf("gnetudp: local address %v: %w", laddr, socket.ErrInvalidAddr)
 	}
 	laddr = netip.AddrPortFrom(laddr.Addr().Unmap(), laddr.Port())
 	loops := cfg.EventLoops
@@ -185,9 +185,8 @@ func Open(laddr netip.AddrPort, cfg Config) (*Engine, error) {
 	}
 	e.rcvbuf, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 	e.sndbuf, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
-	src := net.UDPAddrFromAddrPort(e.laddr)
-	e.errRead = &net.OpError{Op: "read", Net: "udp", Source: src, Err: net.ErrClosed}
-	e.errWrite = &net.OpError{Op: "write", Net: "udp", Source: src, Err: net.ErrClosed}
+	e.errRead = socket.Closed("read", e.laddr)
+	e.errWrite = socket.Closed("write", e.laddr)
 	return e, nil
 }
 
@@ -362,8 +361,9 @@ func (d *drainState) drain(fd int, r *ring) {
 // per 64 messages on a descriptor of the first event loop's socket,
 // straight from the caller's buffers, and references none of them after it
 // returns. On error msgs[:n] were sent and msgs[n] caused the error:
-// socket.ErrTooLarge for N above MaxDatagramSize, ErrInvalidMessage for N
-// outside [0, len(Buf)], ErrInvalidAddr for an unusable Addr, or the
+// socket.ErrTooLarge for N above MaxDatagramSize, socket.ErrInvalidMessage
+// for N outside [0, len(Buf)], socket.ErrInvalidAddr for an unusable Addr,
+// socket.ErrClosed after Close, or the
 // kernel's error in a *net.OpError. A full socket send buffer makes it wait
 // in poll(2) until the socket is writable (or the engine is closed).
 // Zero-length datagrams are sent.
@@ -427,7 +427,7 @@ func (e *Engine) build(msgs []socket.Message) (int, error) {
 	nm := 0
 	for nm < len(msgs) && nm < len(s.hdrs) {
 		m := &msgs[nm]
-		if err := checkMessage(m, e.limit); err != nil {
+		if err := m.Check(e.limit); err != nil {
 			return nm, err
 		}
 		salen, err := putSockaddr(&s.names[nm], m.Addr, s.family)
@@ -444,21 +444,6 @@ func (e *Engine) build(msgs []socket.Message) (int, error) {
 		nm++
 	}
 	return nm, nil
-}
-
-// checkMessage validates one outgoing message against the datagram limit.
-// It allocates only when it reports an error.
-func checkMessage(m *socket.Message, limit int) error {
-	if m.N > limit {
-		return fmt.Errorf("%w: %d bytes, limit %d", socket.ErrTooLarge, m.N, limit)
-	}
-	if m.N < 0 || m.N > len(m.Buf) {
-		return fmt.Errorf("%w: N=%d with len(Buf)=%d", ErrInvalidMessage, m.N, len(m.Buf))
-	}
-	if !m.Addr.IsValid() {
-		return fmt.Errorf("%w: %v", ErrInvalidAddr, m.Addr)
-	}
-	return nil
 }
 
 // send issues headers [0, nh) and returns how many the kernel took. It

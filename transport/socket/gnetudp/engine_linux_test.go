@@ -262,12 +262,12 @@ func TestFixedPort(t *testing.T) {
 }
 
 func TestOpenInvalidAddr(t *testing.T) {
-	if _, err := gnetudp.Open(netip.AddrPort{}, gnetudp.Config{}); !errors.Is(err, gnetudp.ErrInvalidAddr) {
+	if _, err := gnetudp.Open(netip.AddrPort{}, gnetudp.Config{}); !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Fatalf("Open(zero AddrPort) = %v, want ErrInvalidAddr", err)
 	}
 	e := openEngine(t, gnetudp.Config{EventLoops: 1})
 	msgs := messages(1, 4, netip.MustParseAddrPort("[::1]:9"))
-	if n, err := e.WriteBatch(msgs); n != 0 || !errors.Is(err, gnetudp.ErrInvalidAddr) {
+	if n, err := e.WriteBatch(msgs); n != 0 || !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Fatalf("WriteBatch to IPv6 from an IPv4 engine = %d, %v; want 0, ErrInvalidAddr", n, err)
 	}
 }
@@ -301,17 +301,19 @@ func TestCloseNoLeak(t *testing.T) {
 		}
 		readN(t, c, buffers(16, 128), 16, 5*time.Second)
 
-		parked := make(chan error, 1)
+		readErr := make(chan error, 1)
 		go func() {
 			_, err := e.ReadBatch(buffers(1, 64))
-			parked <- err
+			readErr <- err
 		}()
-		time.Sleep(10 * time.Millisecond)
+		if err := parked("gnetudp.(*Engine).ReadBatch", "select", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		if err := e.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		select {
-		case err := <-parked:
+		case err := <-readErr:
 			if !errors.Is(err, net.ErrClosed) {
 				t.Fatalf("parked ReadBatch returned %v, want net.ErrClosed", err)
 			}

@@ -1,8 +1,11 @@
 package gnetudp_test
 
 import (
+	"bytes"
+	"fmt"
 	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +126,112 @@ func settleGoroutines(want int, timeout time.Duration) int {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// parked polls the goroutine dump until a goroutine whose stack holds
+// frame is parked in state (as the dump's header says it, e.g. "select"),
+// so a test acts on a blocked call only once it is blocked, and returns
+// an error if none is within timeout. Safe from any goroutine.
+func parked(frame, state string, timeout time.Duration) error {
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(timeout)
+	for {
+		n := runtime.Stack(buf, true)
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, frame) && strings.Contains(header, "["+state) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no goroutine parked (%s) in %s within %v:\n%s", state, frame, timeout, buf[:n])
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// loopsIdle reports whether every gnet event loop is back in epoll_wait:
+// each goroutine running netpoll's Polling is in a system call whose
+// innermost frames are EpollWait (not the drain's recvmmsg, also a system
+// call under Polling). It parses the dump in place, allocating nothing,
+// so it can run inside an allocation measurement; buf must hold the whole
+// dump.
+func loopsIdle(buf []byte) (idle bool, loops int) {
+	n := runtime.Stack(buf, true)
+	dump := buf[:n]
+	for len(dump) > 0 {
+		var g []byte
+		if i := bytes.Index(dump, sep); i >= 0 {
+			g, dump = dump[:i], dump[i+len(sep):]
+		} else {
+			g, dump = dump, nil
+		}
+		if !bytes.Contains(g, polling) {
+			continue
+		}
+		loops++
+		header := g
+		if i := bytes.IndexByte(g, '\n'); i >= 0 {
+			header = g[:i]
+		}
+		// The innermost frames come first: EpollWait must precede Polling
+		// with no callback (readUDP) in between.
+		top := g[:bytes.Index(g, polling)]
+		if !bytes.Contains(header, inSyscall) || !bytes.Contains(top, epollWait) || bytes.Contains(top, readUDP) {
+			return false, loops
+		}
+	}
+	return loops > 0, loops
+}
+
+var (
+	sep       = []byte("\n\n")
+	polling   = []byte("netpoll.(*Poller).Polling")
+	epollWait = []byte("EpollWait")
+	readUDP   = []byte("readUDP")
+	inSyscall = []byte("[syscall")
+)
+
+// waitLoopsIdle polls loopsIdle until it holds, failing after timeout.
+// It allocates nothing while polling (buf is the caller's).
+func waitLoopsIdle(t *testing.T, buf []byte, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		idle, loops := loopsIdle(buf)
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gnet's %d event loops not all back in epoll_wait within %v:\n%s", loops, timeout, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// runFinalizers returns once every finalizer queued by a collection now
+// has run (finalizers of sockets closed by earlier tests allocate, and
+// must not fall in an allocation measurement). The runtime runs queued
+// finalizers one batch at a time on one goroutine: a sentinel's finalizer
+// queued after a first sentinel's has run comes in a later batch than
+// anything queued before it, so when it runs, they all have.
+func runFinalizers(t *testing.T) {
+	t.Helper()
+	for range 2 {
+		done := make(chan struct{})
+		sentinel(done)
+		runtime.GC()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a finalizer did not run within 5s of a collection")
+		}
+	}
+}
+
+// sentinel allocates an object, unreachable once it returns, whose
+// finalizer closes done. (64 bytes: the tiny allocator, whose blocks
+// delay finalizers, takes only objects under 16.)
+func sentinel(done chan struct{}) {
+	runtime.SetFinalizer(new([64]byte), func(*[64]byte) { close(done) })
 }

@@ -1,7 +1,8 @@
 // Package sockettest is the conformance suite every socket.Conn must pass:
-// the batched UDP socket, the plain UDP socket, the gnet engine and the
-// simulated link run the same checks (scenario S-A5), including the
-// buffer-ownership rule of scenario S-A4.
+// the batched UDP socket (opened by udp.Open or taken over by
+// udp.FromConn), the plain UDP socket, the gnet engine, the net.PacketConn
+// adapter (package pconn) and the simulated link run the same checks
+// (scenario S-A5), including the buffer-ownership rule of scenario S-A4.
 //
 // A test calls Run with a factory that returns two connected conns:
 //
@@ -39,11 +40,12 @@
 //   - LargeBatch: a WriteBatch of 100 messages (beyond
 //     socket.IdealBatchSize) sends all 100, read with 100 slots.
 //   - TooLarge: a batch [small, limit, limit+1, small] sends 2 and fails
-//     with socket.ErrTooLarge; exactly the first two arrive. The limit is
-//     the conn's MaxDatagramSize() if it has that method, else
-//     socket.MaxDatagramSize.
-//   - InvalidMessages: N beyond len(Buf), and a zero destination address,
-//     fail WriteBatch with an error (not a panic) at their index.
+//     with socket.ErrTooLarge, in an error message that says limit+1 and
+//     limit; exactly the first two arrive. The limit is the conn's
+//     MaxDatagramSize() if it has that method, else socket.MaxDatagramSize.
+//   - InvalidMessages: N beyond len(Buf) or negative fails WriteBatch at
+//     its index with socket.ErrInvalidMessage, saying N and len(Buf); a
+//     zero destination address with socket.ErrInvalidAddr; never a panic.
 //   - Truncation: a datagram longer than the reader's buffer arrives cut to
 //     len(Buf), and the next datagram is unaffected.
 //   - ZeroLength: a zero-length datagram is legal: WriteBatch sends it and
@@ -58,11 +60,28 @@
 //     never written by later reads.
 //   - ConcurrentReadWrite: one goroutine writes while another reads, on
 //     both conns (run it under -race).
-//   - CloseUnblocksRead: Close makes a blocked ReadBatch return an error
-//     for which errors.Is(err, net.ErrClosed) holds, within the timeout.
-//   - ClosedCalls: after Close, ReadBatch, TryReadBatch and WriteBatch
-//     return errors wrapping net.ErrClosed; a second Close returns nil or
-//     such an error.
+//   - CloseUnblocksRead: Close makes a blocked ReadBatch return the closed
+//     error (errors.Is holds for socket.ErrClosed and net.ErrClosed)
+//     within the timeout.
+//   - ClosedCalls: after Close, ReadBatch, TryReadBatch, WriteBatch and
+//     (for a socket.Waiter) Wait return the closed error; a second Close
+//     returns nil or such an error.
+//
+// When either conn of a pair is a socket.Waiter (the suite opens one pair
+// to find out), three more checks run on it, the other conn sending:
+//
+//   - WaitWake: a Wake before Wait makes it return at once; a Wake from
+//     another goroutine ends a blocked Wait; Wait(0) and a short timeout
+//     return by themselves.
+//   - WaitData: a datagram queued before Wait, or arriving while it is
+//     blocked, ends it, and is then read intact (with
+//     Options.WaitIgnoresData, Wait need only return at its timeout).
+//   - WaitClosed: Close ends a blocked Wait with the closed error, and
+//     later Waits return it at once.
+//
+// A check that needs a call blocked (a ReadBatch or Wait that Close, Wake
+// or a datagram must end) acts only once the goroutine dump shows the
+// call parked, so the checks do not depend on how long blocking takes.
 package sockettest
 
 import (
@@ -71,7 +90,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,6 +117,12 @@ type Options struct {
 	// order. Set it only for an implementation documented to reorder; UDP
 	// over loopback does not.
 	Unordered bool
+
+	// WaitIgnoresData is for a socket.Waiter whose Wait does not wake for
+	// an arriving datagram, only for Wake and its timeout (the UDP socket
+	// outside Linux): the WaitData check then only requires Wait to return
+	// within its own timeout.
+	WaitIgnoresData bool
 }
 
 // DefaultTimeout is Options.Timeout's default.
@@ -133,6 +161,16 @@ func RunOptions(t *testing.T, newPair PairFunc, opts Options) {
 		{"CloseUnblocksRead", testCloseUnblocksRead},
 		{"ClosedCalls", testClosedCalls},
 	}
+	if hasWaiter(t, newPair) {
+		checks = append(checks, []struct {
+			name string
+			fn   func(*testing.T, *pair)
+		}{
+			{"WaitWake", testWaitWake},
+			{"WaitData", testWaitData},
+			{"WaitClosed", testWaitClosed},
+		}...)
+	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := newPair(t)
@@ -146,6 +184,25 @@ func RunOptions(t *testing.T, newPair PairFunc, opts Options) {
 			c.fn(t, &pair{a: a, b: b, opts: opts})
 		})
 	}
+}
+
+// hasWaiter opens one pair to learn whether either conn is a
+// socket.Waiter, which adds the Wait checks.
+func hasWaiter(t *testing.T, newPair PairFunc) bool {
+	t.Helper()
+	var ok bool
+	t.Run("probe", func(t *testing.T) {
+		a, b := newPair(t)
+		if a == nil || b == nil {
+			t.Fatal("factory returned a nil conn")
+		}
+		_, wa := a.(socket.Waiter)
+		_, wb := b.(socket.Waiter)
+		ok = wa || wb
+		a.Close()
+		b.Close()
+	})
+	return ok
 }
 
 // pair is one subtest's conns and options.
@@ -377,6 +434,7 @@ func testTooLarge(t *testing.T, p *pair) {
 	if n != 2 || !errors.Is(err, socket.ErrTooLarge) {
 		t.Fatalf("WriteBatch([small, limit %d, limit+1, small]) = %d, %v; want 2, an error wrapping socket.ErrTooLarge", limit, n, err)
 	}
+	requireNumbers(t, err, strconv.Itoa(limit+1), strconv.Itoa(limit))
 	// The oversize message and the one after it were not sent: after the
 	// first two, the next datagram to arrive is a marker sent now.
 	marker := payload(7, 9, 5)
@@ -395,21 +453,35 @@ func testInvalidMessages(t *testing.T, p *pair) {
 	dst := p.b.LocalAddr()
 	good := payload(8, 0, 10)
 	for _, bad := range []struct {
-		name string
-		msg  socket.Message
+		name    string
+		msg     socket.Message
+		want    error
+		numbers []string // the error message must say them
 	}{
-		{"N beyond len(Buf)", socket.Message{Buf: make([]byte, 4), N: 5, Addr: dst}},
-		{"negative N", socket.Message{Buf: make([]byte, 4), N: -1, Addr: dst}},
-		{"zero Addr", socket.Message{Buf: make([]byte, 4), N: 4}},
+		{"N beyond len(Buf)", socket.Message{Buf: make([]byte, 37), N: 41, Addr: dst}, socket.ErrInvalidMessage, []string{"41", "37"}},
+		{"negative N", socket.Message{Buf: make([]byte, 37), N: -3, Addr: dst}, socket.ErrInvalidMessage, []string{"-3", "37"}},
+		{"zero Addr", socket.Message{Buf: make([]byte, 4), N: 4}, socket.ErrInvalidAddr, nil},
 	} {
 		msgs := append(msgsTo(dst, [][]byte{good}), bad.msg)
 		n, err := p.a.WriteBatch(msgs)
-		if n != 1 || err == nil {
-			t.Fatalf("%s: WriteBatch([good, bad]) = %d, %v; want 1 and an error", bad.name, n, err)
+		if n != 1 || !errors.Is(err, bad.want) {
+			t.Fatalf("%s: WriteBatch([good, bad]) = %d, %v; want 1 and an error wrapping %v", bad.name, n, err, bad.want)
 		}
+		requireNumbers(t, err, bad.numbers...)
 	}
 	got := p.recvN(t, p.b, 3, 4, 64)
 	p.checkDatagrams(t, got, [][]byte{good, good, good}, p.a.LocalAddr())
+}
+
+// requireNumbers fails unless err's message contains each of numbers (the
+// size and the limit of a refused message), as decimal text.
+func requireNumbers(t *testing.T, err error, numbers ...string) {
+	t.Helper()
+	for _, num := range numbers {
+		if !strings.Contains(err.Error(), num) {
+			t.Errorf("error %q does not say %s", err, num)
+		}
+	}
 }
 
 func testTruncation(t *testing.T, p *pair) {
@@ -659,27 +731,98 @@ func testConcurrentReadWrite(t *testing.T, p *pair) {
 	p.checkDatagrams(t, got, want, p.b.LocalAddr())
 }
 
-func testCloseUnblocksRead(t *testing.T, p *pair) {
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		msgs := []socket.Message{{Buf: make([]byte, 2048)}}
-		close(started)
-		n, err := p.b.ReadBatch(msgs)
-		if err == nil {
-			err = fmt.Errorf("ReadBatch returned %d datagrams on an idle conn", n)
+// call is one call expected to block, run through its methods so that
+// untilBlocked can find it in the goroutine dump: "entered" says the
+// method has started, so a frame no longer in the dump means it returned.
+type call struct{ entered chan struct{} }
+
+func newCall() *call { return &call{entered: make(chan struct{})} }
+
+// read is a ReadBatch on an idle conn; it returns the error ReadBatch
+// gave, or one saying it returned datagrams.
+func (k *call) read(c socket.Conn) error {
+	close(k.entered)
+	msgs := []socket.Message{{Buf: make([]byte, 2048)}}
+	n, err := c.ReadBatch(msgs)
+	if err == nil {
+		err = fmt.Errorf("ReadBatch returned %d datagrams on an idle conn", n)
+	}
+	return err
+}
+
+// wait is w.Wait(timeout).
+func (k *call) wait(w socket.Waiter, timeout time.Duration) error {
+	close(k.entered)
+	return w.Wait(timeout)
+}
+
+// untilBlocked returns once the goroutine running k's method frame
+// ("read" or "wait") is blocked — parked in a channel operation, a lock,
+// the netpoller or a system call, whatever the implementation blocks in —
+// or has returned; so a check acts on a blocked call without guessing how
+// long blocking takes. It returns an error after timeout, and is safe
+// from any goroutine.
+func (k *call) untilBlocked(frame string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	select {
+	case <-k.entered:
+	case <-time.After(timeout):
+		return fmt.Errorf("the call to %s did not start within %v", frame, timeout)
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		found, blocked := blockedState(buf, "sockettest.(*call)."+frame)
+		if !found || blocked {
+			return nil // blocked, or it returned: the caller's checks see how
 		}
-		done <- err
-	}()
-	<-started
-	time.Sleep(20 * time.Millisecond) // let it block
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still running, not blocked, after %v", frame, timeout)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// blockedState reports whether a goroutine is running frame, and whether
+// one that is is blocked, from a goroutine dump taken into buf.
+func blockedState(buf []byte, frame string) (found, blocked bool) {
+	n := runtime.Stack(buf, true)
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if !strings.Contains(g, module+frame+"(") {
+			continue
+		}
+		found = true
+		// "goroutine 7 [select]:", "[IO wait, 2 minutes]", "[sync.Cond.Wait]"…
+		if !strings.Contains(header, "[running") && !strings.Contains(header, "[runnable") {
+			return true, true
+		}
+	}
+	return found, false
+}
+
+// module prefixes the functions of this package in a goroutine dump.
+const module = "github.com/tickwire/tickwire/transport/socket/"
+
+// isClosed reports whether err is the closed error of package socket: it
+// wraps socket.ErrClosed, and through it net.ErrClosed.
+func isClosed(err error) bool {
+	return errors.Is(err, socket.ErrClosed) && errors.Is(err, net.ErrClosed)
+}
+
+func testCloseUnblocksRead(t *testing.T, p *pair) {
+	k := newCall()
+	done := make(chan error, 1)
+	go func() { done <- k.read(p.b) }()
+	if err := k.untilBlocked("read", p.opts.Timeout); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.b.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("blocked ReadBatch returned %v; want an error wrapping net.ErrClosed", err)
+		if !isClosed(err) {
+			t.Fatalf("blocked ReadBatch returned %v; want an error wrapping socket.ErrClosed and net.ErrClosed", err)
 		}
 	case <-time.After(p.opts.Timeout):
 		t.Fatalf("blocked ReadBatch did not return within %v of Close", p.opts.Timeout)
@@ -691,19 +834,155 @@ func testClosedCalls(t *testing.T, p *pair) {
 		t.Fatalf("Close: %v", err)
 	}
 	msgs := []socket.Message{{Buf: make([]byte, 64), N: 8, Addr: p.b.LocalAddr()}}
+	const want = "an error wrapping socket.ErrClosed and net.ErrClosed"
 	p.within(t, p.a, "ReadBatch after Close", func() {
-		if n, err := p.a.ReadBatch(msgs); n != 0 || !errors.Is(err, net.ErrClosed) {
-			t.Errorf("ReadBatch after Close = %d, %v; want 0, net.ErrClosed", n, err)
+		if n, err := p.a.ReadBatch(msgs); n != 0 || !isClosed(err) {
+			t.Errorf("ReadBatch after Close = %d, %v; want 0, %s", n, err, want)
 		}
 	})
-	if n, err := p.a.TryReadBatch(msgs); n != 0 || !errors.Is(err, net.ErrClosed) {
-		t.Errorf("TryReadBatch after Close = %d, %v; want 0, net.ErrClosed", n, err)
+	if n, err := p.a.TryReadBatch(msgs); n != 0 || !isClosed(err) {
+		t.Errorf("TryReadBatch after Close = %d, %v; want 0, %s", n, err, want)
 	}
 	msgs[0].N = 8
-	if n, err := p.a.WriteBatch(msgs); n != 0 || !errors.Is(err, net.ErrClosed) {
-		t.Errorf("WriteBatch after Close = %d, %v; want 0, net.ErrClosed", n, err)
+	if n, err := p.a.WriteBatch(msgs); n != 0 || !isClosed(err) {
+		t.Errorf("WriteBatch after Close = %d, %v; want 0, %s", n, err, want)
 	}
-	if err := p.a.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		t.Errorf("second Close = %v; want nil or net.ErrClosed", err)
+	if w, ok := p.a.(socket.Waiter); ok {
+		p.within(t, p.a, "Wait after Close", func() {
+			if err := w.Wait(p.opts.Timeout); !isClosed(err) {
+				t.Errorf("Wait after Close = %v; want %s", err, want)
+			}
+		})
+		w.Wake() // harmless after Close
+	}
+	if err := p.a.Close(); err != nil && !isClosed(err) {
+		t.Errorf("second Close = %v; want nil or %s", err, want)
+	}
+}
+
+// waiterPair returns the conn of p that is a socket.Waiter (b if both
+// are) and the other one, which sends to it.
+func waiterPair(t *testing.T, p *pair) (socket.Waiter, socket.Conn, socket.Conn) {
+	t.Helper()
+	if w, ok := p.b.(socket.Waiter); ok {
+		return w, p.b, p.a
+	}
+	if w, ok := p.a.(socket.Waiter); ok {
+		return w, p.a, p.b
+	}
+	t.Fatal("neither conn of this pair is a socket.Waiter, though the probe pair had one")
+	return nil, nil, nil
+}
+
+// waitReturns runs w.Wait(long) as k and fails unless it returns nil
+// within the suite's timeout (closing c to unblock it otherwise). long is
+// longer than the suite's timeout, so only the event under test can end
+// it.
+func (p *pair) waitReturns(t *testing.T, w socket.Waiter, c socket.Conn, k *call, what string) {
+	t.Helper()
+	var err error
+	p.within(t, c, what, func() { err = k.wait(w, 2*p.opts.Timeout) })
+	if err != nil {
+		t.Fatalf("%s: Wait = %v, want nil", what, err)
+	}
+}
+
+// WaitWake: a Wake made before Wait makes it return at once; one made
+// from another goroutine ends a blocked Wait; Wait(0) and a short timeout
+// return by themselves.
+func testWaitWake(t *testing.T, p *pair) {
+	w, c, _ := waiterPair(t, p)
+	w.Wake()
+	p.waitReturns(t, w, c, newCall(), "Wait after Wake")
+	woken := make(chan error, 1)
+	k := newCall()
+	go func() {
+		// Wake once the Wait is blocked (a Wake before it would be kept
+		// for it, and test that case again).
+		err := k.untilBlocked("wait", p.opts.Timeout)
+		w.Wake()
+		woken <- err
+	}()
+	p.waitReturns(t, w, c, k, "Wait ended by Wake from another goroutine")
+	if err := <-woken; err != nil {
+		t.Fatal(err)
+	}
+	p.within(t, c, "Wait(0)", func() {
+		if err := w.Wait(0); err != nil {
+			t.Errorf("Wait(0) = %v", err)
+		}
+	})
+	p.within(t, c, "Wait(5ms)", func() {
+		if err := w.Wait(5 * time.Millisecond); err != nil {
+			t.Errorf("Wait(5ms) = %v", err)
+		}
+	})
+}
+
+// WaitData: a datagram that is queued, or arrives while Wait blocks, ends
+// the Wait (unless Options.WaitIgnoresData), and is then readable.
+func testWaitData(t *testing.T, p *pair) {
+	w, c, sender := waiterPair(t, p)
+	if p.opts.WaitIgnoresData {
+		writeAll(t, sender, msgsTo(c.LocalAddr(), [][]byte{payload(20, 0, 40)}))
+		p.within(t, c, "Wait(10ms) with a datagram queued", func() {
+			if err := w.Wait(10 * time.Millisecond); err != nil {
+				t.Errorf("Wait = %v", err)
+			}
+		})
+		p.recvN(t, c, 1, 1, 2048)
+		return
+	}
+	// Queued before Wait: the datagram is read after the Wait, so Wait
+	// must not have consumed it.
+	first := payload(20, 0, 40)
+	writeAll(t, sender, msgsTo(c.LocalAddr(), [][]byte{first}))
+	p.waitReturns(t, w, c, newCall(), "Wait with a datagram sent")
+	got := p.recvN(t, c, 1, 1, 2048)
+	p.checkDatagrams(t, got, [][]byte{first}, sender.LocalAddr())
+
+	// Arriving during the Wait.
+	second := payload(20, 1, 60)
+	sent := make(chan error, 1)
+	k := newCall()
+	go func() {
+		// Send once the Wait is blocked.
+		err := k.untilBlocked("wait", p.opts.Timeout)
+		if n, werr := sender.WriteBatch(msgsTo(c.LocalAddr(), [][]byte{second})); n != 1 || werr != nil {
+			err = fmt.Errorf("WriteBatch = %d, %v", n, werr)
+		}
+		sent <- err
+	}()
+	p.waitReturns(t, w, c, k, "Wait for an arriving datagram")
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	got = p.recvN(t, c, 1, 1, 2048)
+	p.checkDatagrams(t, got, [][]byte{second}, sender.LocalAddr())
+}
+
+// WaitClosed: Close ends a blocked Wait with the closed error, and later
+// Waits return it at once.
+func testWaitClosed(t *testing.T, p *pair) {
+	w, c, _ := waiterPair(t, p)
+	done := make(chan error, 1)
+	k := newCall()
+	go func() { done <- k.wait(w, 2*p.opts.Timeout) }()
+	if err := k.untilBlocked("wait", p.opts.Timeout); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !isClosed(err) {
+			t.Fatalf("Wait ended by Close = %v; want an error wrapping socket.ErrClosed and net.ErrClosed", err)
+		}
+	case <-time.After(p.opts.Timeout):
+		t.Fatalf("a blocked Wait did not return within %v of Close", p.opts.Timeout)
+	}
+	if err := w.Wait(time.Millisecond); !isClosed(err) {
+		t.Fatalf("Wait after Close = %v; want the closed error", err)
 	}
 }

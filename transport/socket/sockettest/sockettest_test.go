@@ -1,12 +1,10 @@
 package sockettest_test
 
 import (
-	"errors"
-	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
 	"github.com/tickwire/tickwire/transport/socket/sockettest"
@@ -36,6 +34,7 @@ type memConn struct {
 	cond   sync.Cond
 	queue  []memDatagram
 	closed bool
+	woken  bool // a Wake not yet consumed by a Wait
 }
 
 func (n *memNet) open() *memConn {
@@ -64,7 +63,7 @@ func (c *memConn) closedErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return net.ErrClosed
+		return socket.Closed("read", c.addr)
 	}
 	return nil
 }
@@ -73,7 +72,7 @@ func (c *memConn) TryReadBatch(msgs []socket.Message) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return 0, net.ErrClosed
+		return 0, socket.Closed("read", c.addr)
 	}
 	n := 0
 	for n < len(msgs) && len(c.queue) > 0 {
@@ -88,14 +87,12 @@ func (c *memConn) TryReadBatch(msgs []socket.Message) (int, error) {
 
 func (c *memConn) WriteBatch(msgs []socket.Message) (int, error) {
 	if err := c.closedErr(); err != nil {
-		return 0, err
+		return 0, socket.Closed("write", c.addr)
 	}
-	for i, m := range msgs {
-		switch {
-		case m.N > memLimit:
-			return i, fmt.Errorf("%w: %d", socket.ErrTooLarge, m.N)
-		case m.N < 0 || m.N > len(m.Buf) || !m.Addr.IsValid():
-			return i, errors.New("mem: invalid message")
+	for i := range msgs {
+		m := &msgs[i]
+		if err := m.Check(memLimit); err != nil {
+			return i, err
 		}
 		c.net.mu.Lock()
 		dst := c.net.conns[m.Addr]
@@ -105,7 +102,7 @@ func (c *memConn) WriteBatch(msgs []socket.Message) (int, error) {
 		}
 		dst.mu.Lock()
 		dst.queue = append(dst.queue, memDatagram{append([]byte(nil), m.Buf[:m.N]...), c.addr})
-		dst.cond.Signal()
+		dst.cond.Broadcast() // a ReadBatch or a Wait
 		dst.mu.Unlock()
 	}
 	return len(msgs), nil
@@ -113,6 +110,35 @@ func (c *memConn) WriteBatch(msgs []socket.Message) (int, error) {
 
 func (c *memConn) LocalAddr() netip.AddrPort { return c.addr }
 func (c *memConn) MaxDatagramSize() int      { return memLimit }
+
+// Wait blocks until a datagram is queued, Wake is called or timeout
+// passes. The timer is the one wall-clock part of the reference.
+func (c *memConn) Wait(timeout time.Duration) error {
+	t := time.AfterFunc(timeout, func() {
+		c.mu.Lock()
+		c.woken = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.closed && !c.woken && len(c.queue) == 0 {
+		c.cond.Wait()
+	}
+	c.woken = false
+	if c.closed {
+		return socket.Closed("wait", c.addr)
+	}
+	return nil
+}
+
+func (c *memConn) Wake() {
+	c.mu.Lock()
+	c.woken = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
 
 func (c *memConn) Close() error {
 	c.mu.Lock()

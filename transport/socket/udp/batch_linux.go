@@ -110,26 +110,22 @@ type sendState struct {
 	segLimit int
 }
 
-// openBest is Open on Linux.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) {
-	return openBatch(laddr, cfg)
+// openBest is Open and FromConn on Linux.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) {
+	return openBatch(uc, cfg)
 }
 
 // errNoMmsg reports a kernel without recvmmsg/sendmmsg; openBatch falls
 // back to the plain socket on it.
 var errNoMmsg = errors.New("udp: recvmmsg/sendmmsg unavailable")
 
-// openBatch opens the batched socket, probing recvmmsg/sendmmsg, GSO and
-// GRO on the new descriptor. Without recvmmsg/sendmmsg (ENOSYS, as in some
-// sandboxes) it returns the plain socket instead.
-func openBatch(laddr netip.AddrPort, cfg Config) (impl, error) {
-	uc, err := listen(laddr, cfg)
-	if err != nil {
-		return nil, err
-	}
+// openBatch makes uc the batched socket, probing recvmmsg/sendmmsg, GSO
+// and GRO on its descriptor. Without recvmmsg/sendmmsg (ENOSYS, as in some
+// sandboxes) it returns the plain socket over uc instead. On error uc is
+// the caller's to close.
+func openBatch(uc *net.UDPConn, cfg Config) (impl, error) {
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		uc.Close()
 		return nil, err
 	}
 	c := &batchConn{uc: uc, rc: rc, laddr: localAddrPort(uc), limit: cfg.MaxDatagramSize}
@@ -163,9 +159,8 @@ func openBatch(laddr netip.AddrPort, cfg Config) (impl, error) {
 		err = probeErr
 	}
 	if err != nil {
-		uc.Close()
 		if errors.Is(err, errNoMmsg) {
-			return openPlain(laddr, cfg)
+			return openPlain(uc, cfg)
 		}
 		return nil, err
 	}
@@ -272,7 +267,7 @@ func (c *batchConn) recv(block bool) error {
 	err := c.rc.Read(fn)
 	c.ctr.recv.syscalls.Add(r.syscalls)
 	if err != nil {
-		return err
+		return ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if r.errno != 0 {
 		return &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: os.NewSyscallError("recvmmsg", r.errno)}
@@ -286,7 +281,7 @@ func (c *batchConn) TryReadBatch(msgs []socket.Message) (int, error) { return c.
 
 func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 	if c.closed.Load() {
-		return 0, &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
+		return 0, socket.Closed("read", c.laddr)
 	}
 	if len(msgs) == 0 {
 		return 0, nil
@@ -435,7 +430,7 @@ func groSegSize(ctrl []byte) int {
 
 func (c *batchConn) WriteBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, &net.OpError{Op: "write", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
+		return 0, socket.Closed("write", c.laddr)
 	}
 	w := &c.w
 	done := 0
@@ -560,7 +555,7 @@ func (c *batchConn) build(msgs []socket.Message, noCoalesce int) (nh, nm, gsoSen
 	)
 	for nm < len(msgs) && nm < len(w.iovs) {
 		m := &msgs[nm]
-		if err = checkMessage(m, c.limit); err != nil {
+		if err = m.Check(c.limit); err != nil {
 			break
 		}
 		iov := &w.iovs[nm]
@@ -619,7 +614,7 @@ func (c *batchConn) send(nh int) (int, error) {
 	err := c.rc.Write(w.fn)
 	c.ctr.send.syscalls.Add(w.syscalls)
 	if err != nil {
-		return w.pos, err
+		return w.pos, ioErr(err, &c.closed, "write", c.laddr)
 	}
 	if w.errno != 0 {
 		return w.pos, w.errno

@@ -17,7 +17,11 @@ var lo4 = netip.MustParseAddrPort("127.0.0.1:0")
 
 func openBatchT(t *testing.T, cfg Config) *batchConn {
 	t.Helper()
-	im, err := openBatch(lo4, cfg.withDefaults())
+	uc, err := listen(lo4, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := openBatch(uc, cfg.withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +342,7 @@ func TestSockaddr(t *testing.T) {
 		}
 	}
 	var sa sockaddr.Raw
-	if _, err := putSockaddr(&sa, netip.MustParseAddrPort("[::1]:1"), unix.AF_INET); !errors.Is(err, ErrInvalidAddr) {
+	if _, err := putSockaddr(&sa, netip.MustParseAddrPort("[::1]:1"), unix.AF_INET); !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Fatalf("IPv6 on an IPv4 socket: %v, want ErrInvalidAddr", err)
 	}
 	v4, v6 := netip.MustParseAddrPort("10.1.2.3:4"), netip.MustParseAddrPort("[2001:db8::1]:4")

@@ -21,6 +21,9 @@ var benchVariants = []benchVariant{
 	{"batched+GRO", udp.Open, udp.Config{DisableGSO: true, DisableGRO: true}, udp.Config{DisableGSO: true}},
 	{"batched+GSO", udp.Open, udp.Config{DisableGRO: true}, udp.Config{DisableGRO: true}},
 	{"batched+GSO+GRO", udp.Open, udp.Config{}, udp.Config{}},
+	// The same sockets bound by the caller and handed over: FromConn
+	// keeps the batched path, so it costs what Open's does.
+	{"fromconn+GSO+GRO", fromConn, udp.Config{}, udp.Config{}},
 }
 
 // BenchmarkLoopback moves b.N datagrams from one socket to another over

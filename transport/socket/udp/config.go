@@ -7,24 +7,14 @@ import (
 	"github.com/tickwire/tickwire/transport/socket"
 )
 
-// Sentinel errors. Callers test them with errors.Is; the errors returned
-// wrap them with the offending value. Oversize datagrams are reported with
-// socket.ErrTooLarge and a closed socket with net.ErrClosed.
-var (
-	// ErrInvalidConfig is wrapped by Config.Validate for a field out of
-	// range.
-	ErrInvalidConfig = errors.New("udp: invalid config")
-	// ErrInvalidAddr is returned by WriteBatch for a message whose Addr is
-	// the zero netip.AddrPort, or an IPv6 address on an IPv4 socket.
-	ErrInvalidAddr = errors.New("udp: invalid destination address")
-	// ErrInvalidMessage is returned by WriteBatch for a message whose N is
-	// negative or larger than len(Buf).
-	ErrInvalidMessage = errors.New("udp: invalid message")
-	// ErrUnsupported is returned by TryReadBatch on platforms that are
-	// neither Unix nor Windows, where the socket has no way to read without
-	// waiting. It wraps errors.ErrUnsupported.
-	ErrUnsupported = fmt.Errorf("udp: %w", errors.ErrUnsupported)
-)
+// ErrInvalidConfig is wrapped by Config.Validate for a field out of range.
+// The socket's other errors use the sentinels of package socket:
+// socket.ErrTooLarge, socket.ErrInvalidMessage and socket.ErrInvalidAddr
+// for a message WriteBatch refuses, socket.ErrClosed (which wraps
+// net.ErrClosed) after Close; and errors.ErrUnsupported, wrapped, from
+// TryReadBatch on platforms that are neither Unix nor Windows, where the
+// socket has no way to read without waiting.
+var ErrInvalidConfig = errors.New("udp: invalid config")
 
 // Defaults and limits applied by Config.
 const (

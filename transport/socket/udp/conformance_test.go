@@ -1,6 +1,7 @@
 package udp_test
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 
@@ -30,6 +31,27 @@ var variants = []variant{
 	{"batched-noGSO-GRO", udp.Open, udp.Config{DisableGSO: true}, udp.Features{BatchRecv: true, BatchSend: true, GRO: true}},
 	{"batched-batch7", udp.Open, udp.Config{BatchSize: 7}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true}},
 	{"plain", udp.OpenPlain, udp.Config{}, udp.Features{}},
+	{"fromconn", fromConn, udp.Config{}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true}},
+	{"fromconn-noGSO-noGRO", fromConn, udp.Config{DisableGSO: true, DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true}},
+}
+
+// fromConn is an opener through FromConn: the caller binds the socket
+// with the standard library and hands it over.
+func fromConn(laddr netip.AddrPort, cfg udp.Config) (*udp.Conn, error) {
+	network := "udp"
+	if laddr.Addr().Is4() {
+		network = "udp4"
+	}
+	uc, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(laddr))
+	if err != nil {
+		return nil, err
+	}
+	c, err := udp.FromConn(uc, cfg)
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // loopbacks are the addresses tests bind: nothing leaves the machine.

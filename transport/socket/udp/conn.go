@@ -1,9 +1,11 @@
 package udp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
@@ -48,14 +50,7 @@ var (
 // laddr gives an IPv4-only socket; an IPv6 one gives an IPv6 socket, dual
 // stack when laddr is [::] (IPv4 peers then appear with IPv4 addresses).
 func Open(laddr netip.AddrPort, cfg Config) (*Conn, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	im, err := openBest(laddr, cfg.withDefaults())
-	if err != nil {
-		return nil, err
-	}
-	return newConn(im)
+	return open(laddr, cfg, openBest)
 }
 
 // OpenPlain binds a UDP socket to laddr that issues one system call per
@@ -63,20 +58,71 @@ func Open(laddr netip.AddrPort, cfg Config) (*Conn, error) {
 // on platforms without a batched path and the floor the benchmarks compare
 // against. cfg.BatchSize, DisableGSO and DisableGRO do not apply to it.
 func OpenPlain(laddr netip.AddrPort, cfg Config) (*Conn, error) {
+	return open(laddr, cfg, openPlain)
+}
+
+// FromConn makes uc, a UDP socket the caller has already bound (with
+// net.ListenUDP, a net.ListenConfig with its own Control function, a
+// socket inherited from a supervisor, …), into a Conn with the best path
+// the platform offers: on Linux the batched socket, issuing
+// recvmmsg/sendmmsg through uc.SyscallConn and probing GSO and GRO on uc's
+// descriptor exactly as Open does; elsewhere the plain socket. cfg is
+// Open's: RecvBuffer and SendBuffer, when set, are applied to uc.
+//
+// On success the Conn owns uc: its Close closes uc, and the caller must no
+// longer read, write or set deadlines on uc (a read on uc would take
+// datagrams from the Conn; a deadline would make its reads fail).
+// FromConn clears any deadline already set. On error uc is left open and
+// the caller's, though the probes may have set UDP_GRO on it.
+//
+// uc must not be connected (net.DialUDP): a connected socket accepts
+// datagrams from one peer only and the plain path cannot address its
+// writes, so FromConn refuses it with an error wrapping
+// errors.ErrUnsupported. Cost: what Open costs, less the bind.
+func FromConn(uc *net.UDPConn, cfg Config) (*Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	im, err := openPlain(laddr, cfg.withDefaults())
+	if uc == nil {
+		return nil, fmt.Errorf("%w: FromConn of a nil *net.UDPConn", ErrInvalidConfig)
+	}
+	if ra := uc.RemoteAddr(); ra != nil {
+		return nil, fmt.Errorf("udp: FromConn of a conn connected to %v (bind one with net.ListenUDP): %w", ra, errors.ErrUnsupported)
+	}
+	if err := uc.SetDeadline(time.Time{}); err != nil {
+		return nil, fmt.Errorf("udp: FromConn: clearing deadlines: %w", err)
+	}
+	if err := setBuffers(uc, cfg); err != nil {
+		return nil, err
+	}
+	return wrap(uc, cfg.withDefaults(), openBest)
+}
+
+// open binds a socket to laddr and wraps it with mk, closing it on error.
+func open(laddr netip.AddrPort, cfg Config, mk func(*net.UDPConn, Config) (impl, error)) (*Conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	uc, err := listen(laddr, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newConn(im)
+	c, err := wrap(uc, cfg.withDefaults(), mk)
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
-func newConn(im impl) (*Conn, error) {
-	w, err := newWaiter(im.udpConn())
+// wrap makes uc a Conn with mk. On error uc is the caller's to close.
+func wrap(uc *net.UDPConn, cfg Config, mk func(*net.UDPConn, Config) (impl, error)) (*Conn, error) {
+	im, err := mk(uc, cfg)
 	if err != nil {
-		im.Close()
+		return nil, err
+	}
+	w, err := newWaiter(uc)
+	if err != nil {
 		return nil, err
 	}
 	return &Conn{impl: im, w: w}, nil
@@ -88,7 +134,8 @@ func newConn(im impl) (*Conn, error) {
 // for an empty msgs. The batched socket without GRO returns at most
 // Config.BatchSize datagrams per call; otherwise up to len(msgs). A blocked
 // ReadBatch parks in the Go netpoller, costing no thread and no CPU, until
-// data arrives or Close makes it return an error wrapping net.ErrClosed.
+// data arrives or Close makes it return socket.Closed("read", …), an error
+// wrapping socket.ErrClosed and net.ErrClosed.
 func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
 	return c.impl.ReadBatch(msgs)
 }
@@ -104,8 +151,9 @@ func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 // WriteBatch sends each msgs[i].Buf[:N] to msgs[i].Addr, in order, and
 // returns how many were sent. On error msgs[:n] were sent and msgs[n]
 // caused the error: socket.ErrTooLarge for N above MaxDatagramSize,
-// ErrInvalidMessage for N outside [0, len(Buf)], ErrInvalidAddr for an
-// unusable Addr, or the kernel's error wrapped in a *net.OpError. A full
+// socket.ErrInvalidMessage for N outside [0, len(Buf)],
+// socket.ErrInvalidAddr for an unusable Addr, or the kernel's error
+// wrapped in a *net.OpError (after Close, socket.ErrClosed). A full
 // socket send buffer makes it wait in the netpoller rather than fail.
 // Zero-length datagrams are sent. No buffer is referenced after it returns.
 func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) { return c.impl.WriteBatch(msgs) }
@@ -124,12 +172,16 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.impl.LocalAddr() }
 // eventfd or timerfd that fired) and allocates nothing.
 // Elsewhere it sleeps for timeout or until Wake, not waking for datagrams.
 // It is part of the read role: not concurrently with ReadBatch or
-// TryReadBatch. After Close it returns an error wrapping net.ErrClosed.
+// TryReadBatch. After Close it returns an error wrapping socket.ErrClosed
+// and net.ErrClosed.
 func (c *Conn) Wait(timeout time.Duration) error {
 	if c.impl.buffered() {
 		return nil
 	}
 	if err := c.w.wait(timeout); err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return socket.Closed("wait", c.impl.LocalAddr())
+		}
 		return &net.OpError{Op: "wait", Net: "udp", Source: net.UDPAddrFromAddrPort(c.impl.LocalAddr()), Err: err}
 	}
 	return nil
@@ -140,8 +192,8 @@ func (c *Conn) Wait(timeout time.Duration) error {
 func (c *Conn) Wake() { c.w.wake() }
 
 // Close closes the socket. Blocked and later reads, writes and Waits
-// return an error wrapping net.ErrClosed. Calls after the first return
-// nil.
+// return socket.Closed(op, LocalAddr()): a *net.OpError wrapping
+// socket.ErrClosed and net.ErrClosed. Calls after the first return nil.
 func (c *Conn) Close() error {
 	c.w.close()
 	return c.impl.Close()
@@ -163,10 +215,10 @@ func (c *Conn) Stats() Stats {
 }
 
 // listen opens the *net.UDPConn under either implementation and applies
-// the socket buffer sizes.
+// the socket buffer sizes, for Open and OpenPlain.
 func listen(laddr netip.AddrPort, cfg Config) (*net.UDPConn, error) {
 	if !laddr.IsValid() {
-		return nil, fmt.Errorf("%w: local address %v", ErrInvalidAddr, laddr)
+		return nil, fmt.Errorf("udp: local address %v: %w", laddr, socket.ErrInvalidAddr)
 	}
 	network := "udp"
 	if laddr.Addr().Is4() {
@@ -176,19 +228,26 @@ func listen(laddr netip.AddrPort, cfg Config) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := setBuffers(uc, cfg); err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return uc, nil
+}
+
+// setBuffers applies cfg's socket buffer sizes to uc, where set.
+func setBuffers(uc *net.UDPConn, cfg Config) error {
 	if cfg.RecvBuffer > 0 {
 		if err := uc.SetReadBuffer(cfg.RecvBuffer); err != nil {
-			uc.Close()
-			return nil, err
+			return fmt.Errorf("udp: SO_RCVBUF %d: %w", cfg.RecvBuffer, err)
 		}
 	}
 	if cfg.SendBuffer > 0 {
 		if err := uc.SetWriteBuffer(cfg.SendBuffer); err != nil {
-			uc.Close()
-			return nil, err
+			return fmt.Errorf("udp: SO_SNDBUF %d: %w", cfg.SendBuffer, err)
 		}
 	}
-	return uc, nil
+	return nil
 }
 
 // localAddrPort returns uc's bound address, IPv4 addresses unmapped.
@@ -197,17 +256,13 @@ func localAddrPort(uc *net.UDPConn) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
-// checkMessage validates one outgoing message against the datagram limit.
-// It allocates only when it reports an error.
-func checkMessage(m *socket.Message, limit int) error {
-	if m.N > limit {
-		return fmt.Errorf("%w: %d bytes, limit %d", socket.ErrTooLarge, m.N, limit)
+// ioErr is what a read or write reports for err, an error of the layer
+// below (the RawConn, the *net.UDPConn): once the socket is closed — by
+// this Conn's Close, whose flag closed is, or under it — the one closed
+// error of package socket, whatever the layer below said; otherwise err.
+func ioErr(err error, closed *atomic.Bool, op string, laddr netip.AddrPort) error {
+	if closed.Load() || errors.Is(err, net.ErrClosed) {
+		return socket.Closed(op, laddr)
 	}
-	if m.N < 0 || m.N > len(m.Buf) {
-		return fmt.Errorf("%w: N=%d with len(Buf)=%d", ErrInvalidMessage, m.N, len(m.Buf))
-	}
-	if !m.Addr.IsValid() {
-		return fmt.Errorf("%w: %v", ErrInvalidAddr, m.Addr)
-	}
-	return nil
+	return err
 }

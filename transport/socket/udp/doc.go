@@ -24,6 +24,17 @@
 // Both pass the conformance suite in package sockettest; only cost and
 // Stats differ.
 //
+// # Bringing your own socket
+//
+// FromConn wraps a *net.UDPConn the caller has bound itself (with socket
+// options of its own, or inherited from a supervisor) and takes it over:
+// the same best path as Open, batched on Linux through uc.SyscallConn,
+// with the same probes and the same cost per datagram (BenchmarkLoopback's
+// fromconn rows). The Conn then owns the socket, and closes it. For a
+// net.PacketConn that is not a kernel UDP socket (a tunnel, a userspace
+// stack, a test double) package transport/socket/pconn adapts it instead,
+// at one call per datagram.
+//
 // # Threading model
 //
 // The socket starts no goroutines. One goroutine may read (ReadBatch or
@@ -34,8 +45,8 @@
 // A ReadBatch with nothing to read parks in the Go netpoller (the RawConn
 // callback reports "not ready" on EAGAIN), so a blocked reader costs no
 // thread, no spinning and no extra goroutine; Close wakes it with an error
-// wrapping net.ErrClosed. A WriteBatch facing a full socket send buffer
-// parks the same way until the socket is writable.
+// wrapping socket.ErrClosed and net.ErrClosed. A WriteBatch facing a full
+// socket send buffer parks the same way until the socket is writable.
 //
 // # Buffer ownership
 //
@@ -119,4 +130,6 @@
 // On Windows, TryReadBatch learns that data is queued from FIONREAD, which
 // does not see a queued zero-length datagram until a longer one follows it
 // (ReadBatch sees it at once).
+//
+// Scenario ids (S-xx) in comments refer to docs/SCENARIOS.md.
 package udp

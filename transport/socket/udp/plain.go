@@ -28,14 +28,11 @@ type plainConn struct {
 	tr     tryRecvState // owned by the reading goroutine
 }
 
-func openPlain(laddr netip.AddrPort, cfg Config) (impl, error) {
-	uc, err := listen(laddr, cfg)
-	if err != nil {
-		return nil, err
-	}
+// openPlain makes uc the plain socket. On error uc is the caller's to
+// close.
+func openPlain(uc *net.UDPConn, cfg Config) (impl, error) {
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		uc.Close()
 		return nil, err
 	}
 	c := &plainConn{uc: uc, rc: rc, laddr: localAddrPort(uc), limit: cfg.MaxDatagramSize}
@@ -48,13 +45,9 @@ func (c *plainConn) udpConn() *net.UDPConn { return c.uc }
 
 func (c *plainConn) buffered() bool { return false }
 
-func (c *plainConn) errClosed(op string) error {
-	return &net.OpError{Op: op, Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: net.ErrClosed}
-}
-
 func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, c.errClosed("read")
+		return 0, socket.Closed("read", c.laddr)
 	}
 	if len(msgs) == 0 {
 		return 0, nil
@@ -65,7 +58,7 @@ func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
 	var trunc uint64
 	if err != nil {
 		if !isTruncation(err) {
-			return 0, err
+			return 0, ioErr(err, &c.closed, "read", c.laddr)
 		}
 		n, trunc = len(m.Buf), 1
 	} else if flags&msgTrunc != 0 {
@@ -82,7 +75,7 @@ func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
 
 func (c *plainConn) TryReadBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, c.errClosed("read")
+		return 0, socket.Closed("read", c.laddr)
 	}
 	var n int
 	var nbytes, trunc, syscalls uint64
@@ -121,14 +114,14 @@ func (c *plainConn) count(n int, nbytes, trunc uint64) {
 
 func (c *plainConn) WriteBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, c.errClosed("write")
+		return 0, socket.Closed("write", c.laddr)
 	}
 	var n int
 	var nbytes uint64
 	var err error
 	for n < len(msgs) {
 		m := &msgs[n]
-		if err = checkMessage(m, c.limit); err != nil {
+		if err = m.Check(c.limit); err != nil {
 			if errors.Is(err, socket.ErrTooLarge) {
 				c.ctr.send.oversize.Add(1)
 			}
@@ -138,12 +131,13 @@ func (c *plainConn) WriteBatch(msgs []socket.Message) (int, error) {
 		if a := addr.Addr(); a.Is4In6() {
 			addr = netip.AddrPortFrom(a.Unmap(), addr.Port())
 		} else if a.Is6() && c.laddr.Addr().Is4() {
-			err = fmt.Errorf("%w: %v on an IPv4 socket", ErrInvalidAddr, addr)
+			err = fmt.Errorf("%w: destination %v on an IPv4 socket", socket.ErrInvalidAddr, addr)
 			break
 		}
 		_, err = c.uc.WriteToUDPAddrPort(m.Buf[:m.N], addr)
 		c.ctr.send.syscalls.Add(1)
 		if err != nil {
+			err = ioErr(err, &c.closed, "write", c.laddr)
 			break
 		}
 		nbytes += uint64(m.N)

@@ -68,7 +68,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 	err = c.rc.Read(t.fn)
 	t.iov.Base = nil
 	if err != nil {
-		return false, false, err
+		return false, false, ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if t.errno != 0 {
 		return false, false, &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: os.NewSyscallError("recvmsg", t.errno)}

@@ -3,7 +3,10 @@
 package udp
 
 import (
-	"net/netip"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
 	"syscall"
 
 	"github.com/tickwire/tickwire/transport/socket"
@@ -11,9 +14,9 @@ import (
 
 const msgTrunc = 0
 
-// openBest is Open on platforms without a known socket path: the plain
-// socket, whose TryReadBatch reports ErrUnsupported.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+// openBest is Open and FromConn on platforms without a known socket path: the plain
+// socket, whose TryReadBatch reports errors.ErrUnsupported.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) { return openPlain(uc, cfg) }
 
 func isTruncation(error) bool { return false }
 
@@ -22,10 +25,13 @@ type tryRecvState struct{}
 
 func (*tryRecvState) init() {}
 
-// tryRecv reports ErrUnsupported: this platform offers no way to read
-// without waiting.
+// errNoTryRead is what TryReadBatch reports here.
+var errNoTryRead = fmt.Errorf("udp: TryReadBatch on %s: no read without waiting: %w", runtime.GOOS, errors.ErrUnsupported)
+
+// tryRecv reports errors.ErrUnsupported: this platform offers no way to
+// read without waiting.
 func (c *plainConn) tryRecv(*socket.Message) (ok, cut bool, err error) {
-	return false, false, ErrUnsupported
+	return false, false, errNoTryRead
 }
 
 // socketBuffers reports 0, 0: the sizes are not known here.

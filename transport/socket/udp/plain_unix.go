@@ -14,8 +14,8 @@ import (
 
 const msgTrunc = syscall.MSG_TRUNC
 
-// openBest is Open on Unix systems other than Linux: the plain socket.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+// openBest is Open and FromConn on Unix systems other than Linux: the plain socket.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) { return openPlain(uc, cfg) }
 
 // isTruncation reports a read error that only means the datagram was cut:
 // Unix systems report truncation in the flags instead.
@@ -49,7 +49,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		return true
 	})
 	if err != nil {
-		return false, false, err
+		return false, false, ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if rerr != nil {
 		return false, false, &net.OpError{Op: "read", Net: "udp", Source: net.UDPAddrFromAddrPort(c.laddr), Err: os.NewSyscallError("recvmsg", rerr)}

@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"syscall"
@@ -17,8 +18,8 @@ const msgTrunc = windows.MSG_TRUNC
 // fionread is FIONREAD: _IOR('f', 127, u_long).
 const fionread = 0x4004667f
 
-// openBest is Open on Windows: the plain socket.
-func openBest(laddr netip.AddrPort, cfg Config) (impl, error) { return openPlain(laddr, cfg) }
+// openBest is Open and FromConn on Windows: the plain socket.
+func openBest(uc *net.UDPConn, cfg Config) (impl, error) { return openPlain(uc, cfg) }
 
 // isTruncation reports a read error that only means the datagram was cut
 // (WSAEMSGSIZE: Windows fails the read but delivers the prefix).
@@ -41,7 +42,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		var ret uint32
 		ioerr = windows.WSAIoctl(windows.Handle(fd), fionread, nil, 0, (*byte)(unsafe.Pointer(&avail)), 4, &ret, nil, 0)
 	}); err != nil {
-		return false, false, err
+		return false, false, ioErr(err, &c.closed, "read", c.laddr)
 	}
 	if ioerr != nil {
 		return false, false, os.NewSyscallError("WSAIoctl", ioerr)
@@ -52,7 +53,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 	n, _, flags, addr, err := c.uc.ReadMsgUDPAddrPort(m.Buf, nil)
 	if err != nil {
 		if !isTruncation(err) {
-			return false, false, err
+			return false, false, ioErr(err, &c.closed, "read", c.laddr)
 		}
 		n, cut = len(m.Buf), true
 	}

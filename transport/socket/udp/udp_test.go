@@ -40,7 +40,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("OpenPlain with %+v = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
-	if _, err := udp.Open(netip.AddrPort{}, udp.Config{}); !errors.Is(err, udp.ErrInvalidAddr) {
+	if _, err := udp.Open(netip.AddrPort{}, udp.Config{}); !errors.Is(err, socket.ErrInvalidAddr) {
 		t.Errorf("Open(zero AddrPort) = %v, want ErrInvalidAddr", err)
 	}
 }
@@ -168,7 +168,7 @@ func TestAddressFamilyMismatch(t *testing.T) {
 			{Buf: []byte("x"), N: 1, Addr: b.LocalAddr()},
 			{Buf: []byte("y"), N: 1, Addr: netip.MustParseAddrPort("[::1]:9")},
 		}
-		if n, err := a.WriteBatch(msgs); n != 1 || !errors.Is(err, udp.ErrInvalidAddr) {
+		if n, err := a.WriteBatch(msgs); n != 1 || !errors.Is(err, socket.ErrInvalidAddr) {
 			t.Errorf("%s: WriteBatch = %d, %v; want 1, ErrInvalidAddr", v.name, n, err)
 		}
 	}

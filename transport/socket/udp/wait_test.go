@@ -70,7 +70,7 @@ func TestWait(t *testing.T) {
 			}
 			// A datagram already waiting: at once.
 			send(1)
-			time.Sleep(10 * time.Millisecond)
+			waitQueued(t, c)
 			within("Wait with a datagram waiting", time.Second, func() error { return c.Wait(10 * time.Second) })
 			msgs := make([]socket.Message, 8)
 			for i := range msgs {
@@ -85,8 +85,15 @@ func TestWait(t *testing.T) {
 					break
 				}
 			}
-			// A datagram arriving while it sleeps.
-			go func() { time.Sleep(20 * time.Millisecond); send(1) }()
+			// A datagram arriving while it sleeps: sent once the Wait is
+			// parked in the netpoller.
+			const inWait = "udp.(*waiter).wait"
+			go func() {
+				if err := parked(inWait, "IO wait"); err != nil {
+					t.Error(err)
+				}
+				send(1)
+			}()
 			within("Wait for an arriving datagram", 5*time.Second, func() error { return c.Wait(10 * time.Second) })
 			for {
 				n, _ := c.TryReadBatch(msgs)
@@ -97,12 +104,19 @@ func TestWait(t *testing.T) {
 			// Wake before, and during.
 			c.Wake()
 			within("Wait after Wake", time.Second, func() error { return c.Wait(10 * time.Second) })
-			go func() { time.Sleep(20 * time.Millisecond); c.Wake() }()
+			go func() {
+				if err := parked(inWait, "IO wait"); err != nil {
+					t.Error(err)
+				}
+				c.Wake()
+			}()
 			within("Wait woken", 5*time.Second, func() error { return c.Wait(10 * time.Second) })
 			// Close while blocked.
 			done := make(chan error, 1)
 			go func() { done <- c.Wait(10 * time.Second) }()
-			time.Sleep(20 * time.Millisecond)
+			if err := parked(inWait, "IO wait"); err != nil {
+				t.Error(err)
+			}
 			c.Close()
 			select {
 			case err := <-done:
@@ -138,11 +152,31 @@ func TestWaitGROHeld(t *testing.T) {
 	if _, err := peer.WriteBatch(msgs); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Wait for the whole batch: with GSO on the peer it travels as one
+	// coalesced 3200-byte buffer, which GRO keeps whole; without GSO the
+	// head datagram is 100 bytes, and the held path may not be reached
+	// (the test then checks only that Wait returns for the kernel queue).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := udp.Queued(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 32*100 || (n > 0 && !peer.Features().GSO) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("head of the receive queue %d bytes after 5s, want the 3200-byte coalesced batch", n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 	one := msgs[:1]
 	one[0].Buf = make([]byte, 200)
 	if n, err := c.TryReadBatch(one); err != nil || n != 1 {
 		t.Fatalf("TryReadBatch = %d, %v", n, err)
+	}
+	if s := c.Stats(); s.GROReceives == 0 {
+		t.Logf("no coalesced receive (peer GSO %v): Wait is checked against the kernel queue only", peer.Features().GSO)
 	}
 	start := time.Now()
 	if err := c.Wait(5 * time.Second); err != nil {
