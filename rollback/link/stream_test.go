@@ -151,13 +151,13 @@ func TestLinkStartAnnounced(t *testing.T) {
 		}
 		return NewClientLink(c, LinkConfig{})
 	})
+	// Each side its own clock: the client's starts at 5 s.
+	const clientOrigin = 5 * time.Second
 	ccfg := transport.EndpointConfig{Rand: seededRand{rand.New(rand.NewPCG(4, 1))}}
-	cep, err := transport.Dial(conn, serverAddr, ccfg, h, 0)
+	cep, err := transport.Dial(conn, serverAddr, ccfg, h, clientOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each side its own clock: the client's starts at 5 s.
-	const clientOrigin = 5 * time.Second
 	var now time.Duration
 	frame := uint32(0)
 	for now < 4*time.Second {
