@@ -57,6 +57,11 @@ func newActionsTWClient(s Scenario, rec *actionsRecorder) *actionsTWClient {
 		}
 		cl.c = c
 		// Every side starts from the same world: the snapshot is frame 0.
+		// The link would install it by itself when the server's first Flush
+		// announces it; the bench installs it at once so the client is ready
+		// when the lobby opens. Likewise the bench's clients tick on the
+		// row's shared clock (latency is measured on one time base), where
+		// a deployment runs the link's (ClientLinks.Tick).
 		return l, l.InstallSnapshot(0)
 	})
 	return cl

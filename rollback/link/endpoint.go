@@ -1,6 +1,9 @@
 package link
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/tickwire/tickwire/rollback"
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/wire"
@@ -9,7 +12,9 @@ import (
 // ServerLinks runs the action stream over a transport.Endpoint on the
 // server: it is the endpoint's EndpointHandler, creates a ServerLink for
 // each client the endpoint admits (with the client's endpoint peer id as
-// its rollback peer id — the endpoint never hands out 254 or 255), routes
+// its rollback peer id — the endpoint never hands out 254 or 255; on the
+// highest ordered stream of its channel unless LinkConfig.Stream says
+// otherwise), routes
 // each peer's messages and record verdicts to its link, and closes the link
 // when the session ends. Suspended sessions keep their link: a resumed
 // client carries on where its stream stopped.
@@ -48,13 +53,21 @@ func (h *ServerLinks[S]) Link(id uint8) *ServerLink[S] {
 // has no action stream), or nil.
 func (h *ServerLinks[S]) Err() error { return h.err }
 
-// OnConnect creates the new client's link.
+// OnConnect creates the new client's link; an error (Err) leaves the
+// client without one: a LinkConfig.Stream beyond the channel's
+// OrderedStreams, say.
 func (h *ServerLinks[S]) OnConnect(p *transport.Peer) {
 	id := p.ID()
 	if rollback.Sender(id) > rollback.MaxPeerID {
 		return // the endpoint never admits one; refuse it here too
 	}
 	l, err := NewServerLink(h.srv, h.repl, rollback.Sender(id), 0, h.cfg)
+	if err == nil {
+		err = l.out.bind(p.Channel().Config().OrderedStreams)
+		if err != nil {
+			l.Close()
+		}
+	}
 	if err != nil {
 		if h.err == nil {
 			h.err = err
@@ -119,8 +132,11 @@ func (h *ServerLinks[S]) Flush() error {
 // ClientLinks runs the action stream over a transport.Endpoint on the
 // client: it is the endpoint's EndpointHandler and builds the ClientLink
 // once the server's Accept says which peer id this client is (the rollback
-// client must know its own id to predict), through newLink. Tick order:
-// Endpoint.Poll, Client.Tick, ClientLinks.Flush, Endpoint.Flush.
+// client must know its own id to predict), through newLink; a link whose
+// LinkConfig.Stream is left zero takes the highest ordered stream of the
+// channel (the server's links do the same). Loop: Endpoint.Poll(now),
+// ClientLinks.Tick(now) (the frame from the link's clock, Client.Tick,
+// ClientLinks.Flush), Endpoint.Flush(now).
 type ClientLinks[S rollback.State] struct {
 	newLink func(id rollback.Sender) (*ClientLink[S], error)
 	link    *ClientLink[S]
@@ -147,7 +163,18 @@ func (h *ClientLinks[S]) OnConnect(p *transport.Peer) {
 	if h.link != nil {
 		return
 	}
-	h.link, h.err = h.newLink(rollback.Sender(p.ID()))
+	l, err := h.newLink(rollback.Sender(p.ID()))
+	if err == nil && l == nil {
+		err = fmt.Errorf("%w: ClientLinks' newLink returned no link for peer %d", rollback.ErrInvalidConfig, p.ID())
+	}
+	if err == nil {
+		err = l.out.bind(p.Channel().Config().OrderedStreams)
+	}
+	if err != nil {
+		h.err = err
+		return
+	}
+	h.link = l
 }
 
 // OnSuspend keeps the link: the session may resume.
@@ -177,9 +204,25 @@ func (h *ClientLinks[S]) OnRecord(_ *transport.Peer, tag uint64, confirmed bool)
 	}
 }
 
+// Tick runs the client for local time now (ClientLink.Tick on the
+// server's channel) while the session is connected; ticked reports that
+// the client simulated a new frame. Call it once per loop turn, after
+// Endpoint.Poll(now) and before Endpoint.Flush(now). Errors: newLink's
+// (Err) and ClientLink.Tick's.
+func (h *ClientLinks[S]) Tick(now time.Duration) (ticked bool, err error) {
+	if h.err != nil {
+		return false, h.err
+	}
+	if h.link == nil || h.peer == nil || h.peer.State() != transport.PeerConnected {
+		return false, nil
+	}
+	return h.link.Tick(now, h.peer.Channel())
+}
+
 // Flush runs the link for this tick (ClientLink.Flush on the server's
-// channel) while the session is connected. Call it after Client.Tick and
-// before Endpoint.Flush.
+// channel) while the session is connected: Tick calls it; a loop that
+// runs Client.Tick itself calls it after Client.Tick and before
+// Endpoint.Flush.
 func (h *ClientLinks[S]) Flush() error {
 	if h.link == nil || h.peer == nil || h.peer.State() != transport.PeerConnected {
 		return nil

@@ -306,15 +306,6 @@ func (w *world) close(tb testing.TB) {
 	}
 }
 
-func (w *world) comp(tb testing.TB, e rollback.Entity, c rollback.ComponentID) []byte {
-	tb.Helper()
-	v, err := w.store.Component(e, c)
-	if err != nil {
-		tb.Fatalf("Component(%v, %d): %v", e, c, err)
-	}
-	return append([]byte(nil), v...)
-}
-
 // snapshot encodes s's observable state: every slot's entity (generation
 // included), owner and components, in slot order.
 func snapshot(s *rollback.Store) []byte {
@@ -524,28 +515,6 @@ func emptyLike(tb testing.TB, s *rollback.Store) *rollback.Store {
 		tb.Fatal(err)
 	}
 	return d
-}
-
-// denseLog is a log of frames 1..frames, each with perFrame moves by
-// distinct peers (0..perFrame−1) on their own entities, over a world of
-// 64 entities (entity i owned by peer i).
-func denseLog(tb testing.TB, frames uint32, perFrame int) (*rollback.Executor[*rollback.Store], []rollback.Entity, actionIDs) {
-	tb.Helper()
-	x, _, ents, ids := peerWorld(tb, 64, 64, rollback.LogConfig{})
-	for f := uint32(1); f <= frames; f++ {
-		if err := x.Log().BeginFrame(f); err != nil {
-			tb.Fatal(err)
-		}
-		for p := range perFrame {
-			if err := ids.move.Execute(x, rollback.Sender(p), ents[p], Move{int32(f), int32(p)}); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		if err := x.Log().CloseFrame(); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return x, ents, ids
 }
 
 // recTarget is a StreamTarget that records every confirmed frame and checks

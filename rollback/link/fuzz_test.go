@@ -11,7 +11,7 @@ import (
 // FuzzClientLinkMessage feeds arbitrary bytes to a ready ClientLink (with
 // snapshots on) as a message on its stream, after a valid snapshot
 // announcement: whatever the kind — announcement, refusal report,
-// checksum, snapshot, part, dilation — it must never panic, and the link
+// checksum, snapshot, part, clock — it must never panic, and the link
 // goes on: a valid refusal report still takes its input out afterwards.
 // Seeds: one valid message of each kind the server sends.
 func FuzzClientLinkMessage(f *testing.F) {
@@ -20,7 +20,7 @@ func FuzzClientLinkMessage(f *testing.F) {
 	f.Add(refusal)
 	f.Add([]byte{msgAnnounce, 4, 0, 0, 0, 200, 0, 0, 0, 16, 0, 0, 0, 12, 0, 0, 0})
 	f.Add([]byte{msgChecksum, 2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 1})
-	f.Add([]byte{msgDilation, 10, 0})
+	f.Add(clockMsg{frame: 9, period: uint32(DefaultTickPeriod), lead: 5, dilation: -30}.append(nil))
 	f.Add([]byte{msgSnapshotPart, 4, 0, 0, 0, 0, 0, 2, 0, 1, 2, 3})
 	f.Add([]byte{msgSnapshot, 2, 5, 1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {

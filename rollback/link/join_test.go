@@ -53,9 +53,12 @@ type joinRig struct {
 	bgSeed uint64
 	frame  uint32 // the server's newest frame
 	last   uint32 // no client samples or predicts a frame beyond it
-	lead   uint32 // frames a client runs ahead of the server, besides the one-way delay
-	cls    []*joinClient
-	skew   map[rollback.Sender]bool // clients whose step diverges from the server's
+	lead   uint32 // handClock: frames a client runs ahead of the server, besides the one-way delay
+	// handClock: the clients set their frame by hand (target) as a game
+	// without the link's clock would; else they run ClientLink.Frame.
+	handClock bool
+	cls       []*joinClient
+	skew      map[rollback.Sender]bool // clients whose step diverges from the server's
 }
 
 type joinClient struct {
@@ -202,7 +205,7 @@ func (r *joinRig) addClient(p rollback.Sender, resident bool) *joinClient {
 	return cl
 }
 
-// target advances client cl's game clock by a tick and returns the frame
+// target (handClock) advances client cl's game clock by a tick and returns the frame
 // it simulates through. A resident's clock starts lead frames ahead of the
 // server; a joiner sets its clock when its snapshot is in, as a game
 // would: from the server's frame as the link knows it (ServerFrame), plus
@@ -262,7 +265,11 @@ func (r *joinRig) step(advance bool) {
 			if cl.installAt == 0 {
 				cl.installAt = int(tick)
 			}
-			if err := cl.c.Tick(max(r.target(cl), cl.c.Present())); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
+			f, _ := cl.link.Frame(now)
+			if r.handClock {
+				f = r.target(cl)
+			}
+			if err := cl.c.Tick(max(min(f, r.last), cl.c.Present())); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
 				r.t.Fatalf("client %d Tick: %v", cl.p, err)
 			}
 		}
@@ -642,7 +649,7 @@ func TestJoinPlaysFromFirstFrame(t *testing.T) {
 // desync.
 func TestRefusedInputsReported(t *testing.T) {
 	r := newJoinRig(t, 5, sim(150, 5, 5), 0, 8)
-	r.lead = 0
+	r.lead, r.handClock = 0, true // no clock sync: the client starts level with the server
 	cl := r.addClient(0, true)
 	for range 600 {
 		r.step(true)

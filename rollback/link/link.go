@@ -3,6 +3,8 @@ package link
 import (
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/tickwire/tickwire/rollback"
 
@@ -12,8 +14,12 @@ import (
 
 // Link defaults and ranges.
 const (
-	// DefaultLinkStream is LinkConfig.Stream when left zero.
-	DefaultLinkStream = 1
+	// DefaultLinkStream is the stream a link made with NewServerLink or
+	// NewClientLink takes when LinkConfig.Stream is left zero: the highest
+	// ordered stream of a channel with the default OrderedStreams
+	// (transport.DefaultOrderedStreams). ServerLinks and ClientLinks take
+	// the highest ordered stream of the peer's channel instead.
+	DefaultLinkStream = transport.DefaultOrderedStreams
 	// MinLinkBudget is the smallest LinkConfig.Budget.
 	MinLinkBudget = 64
 	// DefaultSlicesPerFlush is LinkConfig.SlicesPerFlush when left zero.
@@ -28,38 +34,29 @@ const (
 	// NoChecksums, as LinkConfig.ChecksumEvery, turns the checksum messages
 	// off.
 	NoChecksums = -1
+	// DefaultTickPeriod is LinkConfig.TickPeriod when left zero: 60 Hz.
+	DefaultTickPeriod = time.Second / 60
+	// minTickPeriod and maxTickPeriod bound LinkConfig.TickPeriod (1 ms,
+	// 1 s).
+	minTickPeriod = time.Millisecond
+	maxTickPeriod = time.Second
 	// checksumQueue is how many server checksums a ClientLink keeps waiting
 	// for their frame to be confirmed.
 	checksumQueue = 32
-)
-
-// Link message kinds: the first byte of every message the links exchange
-// on LinkConfig.Stream (docs/ROLLBACK.md, "Link messages").
-const (
-	msgInputs   byte = 0x01 // client → server: one frame's inputs
-	msgChecksum byte = 0x02 // server → client: a final frame's checksum
-	msgSnapshot byte = 0x03 // server → client: a compressed snapshot
-	msgResync   byte = 0x04 // client → server: state burst, please
-	msgDilation byte = 0x05 // server → client: time-dilation feedback
-	// msgSnapshotPart: server → client, one part of a compressed snapshot
-	// larger than LinkConfig.SnapshotChunk.
-	msgSnapshotPart byte = 0x06
-	// msgAnnounce: server → client, a snapshot follows (its frame and size)
-	// and where the server is (its newest frame and MaxRewindFrames).
-	msgAnnounce byte = 0x07
-	// msgRefused: server → client, one of the client's inputs refused.
-	msgRefused byte = 0x08
-)
-
-// Sizes of the fixed-size link messages.
-const (
-	announceLen = 1 + 4 + 4 + 4 + 4
 	// maxRefusalBytes bounds the refusal messages a ServerLink keeps for
 	// the next Flushes (back-pressure); beyond it they are dropped and
 	// counted (RefusalsDropped) — the client's checksum then catches the
 	// divergence and asks for a state burst.
 	maxRefusalBytes = 16 << 10
 )
+
+// ErrStreamShared is returned by a link's Flush when messages the link did
+// not send went out on its stream: the game sent on LinkConfig.Stream,
+// which is the link's alone (the error says how many and where). The
+// link's own messages are intact — each is parsed whole on the other side,
+// and one of the game's that reaches a link is counted Malformed and
+// dropped — but the game's messages on that stream do not reach the game.
+var ErrStreamShared = errors.New("rollback/link: another sender on the link's stream")
 
 // StreamChannel is the part of a transport.Channel the links use;
 // *transport.Channel implements it. Its methods copy the payload they are
@@ -83,10 +80,23 @@ var _ StreamChannel = (*transport.Channel)(nil)
 // which side reads it. The zero value of every field means its default.
 type LinkConfig struct {
 	// Stream is the reliable-ordered stream the links' messages travel on
-	// (inputs from the client, checksums from the server); the channel
-	// must have at least that many ordered streams. Default 1; range
-	// 1..255. Both sides must agree.
+	// (inputs from the client, checksums, clocks and snapshots from the
+	// server); it is the link's alone — a message the game sends on it
+	// makes the link's next Flush return ErrStreamShared. Default: the
+	// highest ordered stream of the channel, so the game keeps stream 0
+	// and 1..OrderedStreams−1 (give the channel one ordered stream more
+	// than the game uses): ServerLinks and ClientLinks read it from the
+	// peer's channel (Config().OrderedStreams, which the client adopts
+	// from the server); NewServerLink and NewClientLink, which see no
+	// channel, take DefaultLinkStream. Range 1..255, at most the
+	// channel's OrderedStreams. Both sides must agree.
 	Stream uint8
+
+	// TickPeriod (server) is the period at which the game calls
+	// Server.Tick: the clock messages tell it to the clients, which run
+	// their frames at it (ClientLink.Frame). Default DefaultTickPeriod
+	// (60 Hz); range 1 ms..1 s.
+	TickPeriod time.Duration
 
 	// Budget (server) caps the encoded size of one action slice. Default:
 	// one datagram's payload, Channel.MaxSinglePayload(transport.Record),
@@ -155,6 +165,8 @@ func (c LinkConfig) Validate() error {
 		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
 	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxChecksumEvery:
 		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxChecksumEvery)
+	case c.TickPeriod != 0 && (c.TickPeriod < minTickPeriod || c.TickPeriod > maxTickPeriod):
+		return fmt.Errorf("%w: TickPeriod %v outside %v..%v", rollback.ErrInvalidConfig, c.TickPeriod, minTickPeriod, maxTickPeriod)
 	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
 		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", rollback.ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
 	}
@@ -178,6 +190,9 @@ func (c LinkConfig) WithDefaults() LinkConfig {
 	}
 	if c.SnapshotChunk == 0 {
 		c.SnapshotChunk = DefaultSnapshotChunk
+	}
+	if c.TickPeriod == 0 {
+		c.TickPeriod = DefaultTickPeriod
 	}
 	return c
 }
@@ -203,9 +218,13 @@ type ServerLinkStats struct {
 	// MaxPendingRecords were in flight; Forfeited frames too large for any
 	// record.
 	QueueFull, Throttled, Forfeited uint64
-	// ChecksumsSent counts checksum messages; DilationsSent time-dilation
-	// messages.
-	ChecksumsSent, DilationsSent uint64
+	// ChecksumsSent counts checksum messages; ClocksSent clock messages
+	// (frame, lead, tick period, time dilation); Starts the announcements
+	// of a join without a snapshot (the client starts from the baseline).
+	ChecksumsSent, ClocksSent, Starts uint64
+	// StreamShared counts messages others sent on the link's stream
+	// (ErrStreamShared).
+	StreamShared uint64
 	// Snapshots and SnapshotBytes count the snapshots sent (join and state
 	// bursts; the bytes as one snapshot message, kind byte included),
 	// counted when the first (or only) message is queued; SnapshotParts the
@@ -245,13 +264,16 @@ type ServerLink[S rollback.State] struct {
 	peer rollback.Sender
 	cfg  LinkConfig
 
-	buf     []byte
-	msg     []byte
-	sumSent bool
-	lastSum uint32
-	dilSent bool
-	lastDil uint32
-	st      ServerLinkStats
+	buf       []byte
+	msg       []byte
+	out       linkStream
+	sumSent   bool
+	lastSum   uint32
+	clockSent bool
+	lastClock uint32 // server frame of the last clock message
+	baseline  uint32 // the client's starting frame without a join snapshot
+	started   bool   // the client has been told where it starts
+	st        ServerLinkStats
 
 	snaps    rollback.SnapshotSource
 	snapWant bool   // a snapshot is owed (join, request)
@@ -279,8 +301,7 @@ func NewServerLink[S rollback.State](srv *rollback.Server[S], repl *rollback.Rep
 	if err := repl.AddPeer(peer, baseline); err != nil {
 		return nil, err
 	}
-	l := &ServerLink[S]{srv: srv, repl: repl, peer: peer, cfg: cfg.WithDefaults()}
-	l.parts.stream = l.cfg.Stream
+	l := &ServerLink[S]{srv: srv, repl: repl, peer: peer, cfg: cfg.WithDefaults(), out: newLinkStream(cfg), baseline: baseline}
 	return l, nil
 }
 
@@ -288,7 +309,15 @@ func NewServerLink[S rollback.State](srv *rollback.Server[S], repl *rollback.Rep
 func (l *ServerLink[S]) Peer() rollback.Sender { return l.peer }
 
 // Stats returns a copy of the counters.
-func (l *ServerLink[S]) Stats() ServerLinkStats { return l.st }
+func (l *ServerLink[S]) Stats() ServerLinkStats {
+	st := l.st
+	st.StreamShared = l.out.foreign
+	return st
+}
+
+// Stream returns the link's stream id (LinkConfig.Stream, or the default
+// it took).
+func (l *ServerLink[S]) Stream() uint8 { return l.out.id }
 
 // PendingAckCount returns the client's slices sent and awaiting a verdict
 // (Replicator.PendingAckCount): diagnostics; back to 0 once traffic
@@ -325,52 +354,64 @@ func (l *ServerLink[S]) SetSnapshots(src rollback.SnapshotSource) { l.snaps = sr
 // the snapshot is in.
 func (l *ServerLink[S]) RequestSnapshot() { l.snapWant = true }
 
-// OnMessage implements transport.Handler: an input message on the link's
-// stream is parsed whole (a malformed one is counted and dropped, never a
-// panic) and its inputs submitted under the client's peer id; anything
-// else goes to LinkConfig.OnOther.
+// OnMessage implements transport.Handler: an input message (0x01) or a
+// resync request (0x04) on the link's stream is parsed whole (anything
+// else on the stream, or a message that does not parse, is counted
+// Malformed and dropped, never a panic) and an input message's inputs are
+// submitted under the client's peer id; messages on other streams go to
+// LinkConfig.OnOther.
 func (l *ServerLink[S]) OnMessage(m transport.Message) {
-	if m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgResync {
-		if len(m.Payload) != 5 {
-			l.st.Malformed++
-			return
-		}
-		l.st.ResyncRequests++
-		base, _, _ := wire.Uint32(m.Payload[1:])
-		if l.snapSent && base < l.lastSnap {
-			l.st.ResyncIgnored++ // a newer burst is on its way
-			return
-		}
-		l.snapWant = true
-		return
-	}
-	if m.Delivery != transport.Reliable || m.Stream != l.cfg.Stream || len(m.Payload) == 0 || m.Payload[0] != msgInputs {
-		if m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream {
-			l.st.Malformed++
-			return
-		}
+	if m.Delivery != transport.Reliable || m.Stream != l.out.id {
 		l.st.Other++
 		if l.cfg.OnOther != nil {
 			l.cfg.OnOther(m)
 		}
 		return
 	}
-	frame, recs, n, ok := parseInputs(m.Payload, uint8(l.peer))
-	if !ok {
+	switch kindOf(m.Payload) {
+	case msgInputs:
+		l.inputs(m.Payload)
+	case msgResync:
+		l.resync(m.Payload)
+	default:
+		l.st.Malformed++
+	}
+}
+
+// inputs submits the inputs of an input message.
+func (l *ServerLink[S]) inputs(b []byte) {
+	in, f := parseInputs(b, uint8(l.peer))
+	if f.bad() {
 		l.st.Malformed++
 		return
 	}
 	l.st.InputMessages++
-	for ; n > 0; n-- {
+	recs := in.recs
+	for n := in.count; n > 0; n-- {
 		r, k, _ := wire.ParseActionRecord(recs) // validated by parseInputs
 		recs = recs[k:]
-		if err := l.srv.Submit(frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
+		if err := l.srv.Submit(in.frame, l.peer, rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity), r.Payload); err != nil {
 			l.st.InputsRefused++
-			l.refuse(frame, err, r)
+			l.refuse(in.frame, err, r)
 		} else {
 			l.st.InputsAccepted++
 		}
 	}
+}
+
+// resync takes the client's request for a state burst.
+func (l *ServerLink[S]) resync(b []byte) {
+	req, f := parseResync(b)
+	if f.bad() {
+		l.st.Malformed++
+		return
+	}
+	l.st.ResyncRequests++
+	if l.snapSent && req.baseline < l.lastSnap {
+		l.st.ResyncIgnored++ // a newer burst is on its way
+		return
+	}
+	l.snapWant = true
 }
 
 // refuse queues the report of a refused input for the next Flush: kind,
@@ -380,14 +421,12 @@ func (l *ServerLink[S]) refuse(frame uint32, err error, r wire.ActionRecord) {
 	if !ok {
 		return
 	}
-	if len(l.refs)+1+4+1+wire.ActionRecordLen(r) > maxRefusalBytes {
+	msg := refusedMsg{frame: frame, reason: reason, rec: r}
+	if len(l.refs)+msg.len() > maxRefusalBytes {
 		l.st.RefusalsDropped++
 		return
 	}
-	l.refs = append(l.refs, msgRefused)
-	l.refs = wire.AppendUint32(l.refs, frame)
-	l.refs = append(l.refs, byte(reason))
-	l.refs = wire.AppendActionRecord(l.refs, r)
+	l.refs = msg.append(l.refs)
 	l.refEnds = append(l.refEnds, int32(len(l.refs)))
 }
 
@@ -416,7 +455,7 @@ func refusalReason(err error) (rollback.DropReason, bool) {
 func (l *ServerLink[S]) flushRefusals(ch StreamChannel) error {
 	start, n := int32(0), 0
 	for _, end := range l.refEnds {
-		if _, err := ch.SendReliable(l.cfg.Stream, l.refs[start:end]); err != nil {
+		if err := l.out.send(ch, l.refs[start:end]); err != nil {
 			if !errors.Is(err, transport.ErrQueueFull) {
 				return err
 			}
@@ -453,16 +492,20 @@ func (l *ServerLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 }
 
 // Flush sends what the client is owed: the reports of the inputs it
-// refused since the last Flush (0x08), up to SlicesPerFlush action slices
+// refused since the last Flush (0x08); the server's clock (0x05) on the
+// first Flush after the server's first Tick and every 30 frames after;
+// on the first Flush, unless a join snapshot is wanted, where the client
+// starts (0x07 of size 0: the baseline); up to SlicesPerFlush action slices
 // of the final frames after its baseline (Replicator.PackForPeer /
 // PackNext, budget as LinkConfig.Budget) — nothing when it is up to date,
 // or while MaxPendingRecords slices are in flight — and a checksum message
 // for the newest final frame (ChecksumEvery). A snapshot owed goes first
 // (SetSnapshots), announced (0x07); while parts of a chunked one are left
 // for the channel's window to take, Flush queues as many as it accepts and
-// sends the slices after the snapshot's frame, but no checksum or
-// time-dilation message. The channel copies what it is given; the caller
+// sends the slices after the snapshot's frame and the clock, but no
+// checksum. The channel copies what it is given; the caller
 // flushes it afterwards. Errors: ErrUnknownPeer after Close; ErrSnapshotTooLarge;
+// ErrStreamShared (after the Flush's work) when others sent on the link's stream;
 // channel errors other than back-pressure (transport.ErrQueueFull, counted
 // and retried next tick). Cost: the packs (bounded by the ring) and a copy
 // of each slice into the channel; a snapshot's encoding, a copy of it when
@@ -471,6 +514,13 @@ func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	if !l.repl.Active(l.peer) {
 		return rollback.ErrUnknownPeer
 	}
+	if err := l.flush(ch); err != nil {
+		return err
+	}
+	return l.out.takeErr()
+}
+
+func (l *ServerLink[S]) flush(ch StreamChannel) error {
 	if l.parts.pending() {
 		if _, err := l.flushParts(ch); err != nil {
 			return err
@@ -478,6 +528,16 @@ func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	}
 	if err := l.flushRefusals(ch); err != nil {
 		return err
+	}
+	// The clock goes on while parts wait too: a client whose clock drifts
+	// must not wait a long transfer out for its correction.
+	if err := l.flushClock(ch); err != nil {
+		return err
+	}
+	if !l.started && !l.snapWant {
+		if err := l.sendStart(ch); err != nil {
+			return err
+		}
 	}
 	ft, ok := l.srv.FinalThrough()
 	if !ok {
@@ -506,36 +566,86 @@ func (l *ServerLink[S]) Flush(ch StreamChannel) error {
 	if l.parts.pending() {
 		return nil // the reliable stream is the snapshot's until every part is queued
 	}
-	if err := l.flushDilation(ch, ft); err != nil {
-		return err
-	}
 	return l.flushChecksum(ch, ft)
 }
 
-// dilationEvery is how many final frames pass between two time-dilation
-// messages to one client (half a second at 60 Hz).
-const dilationEvery = 30
+// clockEvery is how many server frames pass between two clock messages
+// to one client (half a second at 60 Hz).
+const clockEvery = 30
 
-// flushDilation sends the client the server's time-dilation feedback for
-// it (Server.TimeDilation: how much faster or slower it should tick to keep
-// its inputs arriving TargetBufferFrames ahead) every dilationEvery final
-// frames, as a signed count of 1/10,000ths.
-func (l *ServerLink[S]) flushDilation(ch StreamChannel, ft uint32) error {
-	if l.dilSent && uint64(ft) < uint64(l.lastDil)+dilationEvery {
+// statsChannel is the part of *transport.Channel the clock reads when the
+// link's channel has it: the round-trip estimate.
+type statsChannel interface {
+	Stats() transport.ChannelStats
+}
+
+// flushClock sends the client the server's clock every clockEvery frames
+// (the first at once): its newest frame, the tick period, the lead the
+// client should keep (lead) and the time-dilation feedback for it
+// (Server.TimeDilation: how much faster or slower it should tick to keep
+// its inputs arriving TargetBufferFrames ahead), as a signed count of
+// 1/10,000ths.
+func (l *ServerLink[S]) flushClock(ch StreamChannel) error {
+	newest, ok := l.srv.Frame()
+	if !ok || l.clockSent && uint64(newest) < uint64(l.lastClock)+clockEvery {
 		return nil
 	}
 	d := l.srv.TimeDilation(l.peer)
-	l.msg = append(l.msg[:0], msgDilation)
-	l.msg = wire.AppendUint16(l.msg, uint16(int16(max(min(d*10000, 32767), -32768))))
-	if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+	m := clockMsg{
+		frame:    newest,
+		period:   uint32(l.cfg.TickPeriod),
+		lead:     l.lead(ch),
+		dilation: int16(math.Round(max(min(d*10000, math.MaxInt16), math.MinInt16))),
+	}
+	l.msg = m.append(l.msg[:0])
+	if err := l.out.send(ch, l.msg); err != nil {
 		if errors.Is(err, transport.ErrQueueFull) {
 			l.st.QueueFull++
 			return nil
 		}
 		return err
 	}
-	l.dilSent, l.lastDil = true, ft
-	l.st.DilationsSent++
+	l.clockSent, l.lastClock = true, newest
+	l.st.ClocksSent++
+	return nil
+}
+
+// lead returns how many frames ahead of the server's newest frame the
+// client should be when a clock message arrives, so that the inputs it
+// samples then arrive TargetBufferFrames before the server simulates
+// their frame: the message takes a one-way delay to arrive and the
+// client's inputs another, so the lead is the round trip (the channel's
+// smoothed RTT plus its variation, when ch reports it) in frames plus
+// TargetBufferFrames, rounded up.
+func (l *ServerLink[S]) lead(ch StreamChannel) uint16 {
+	var rtt time.Duration
+	if sc, ok := ch.(statsChannel); ok {
+		st := sc.Stats()
+		rtt = st.SRTT + st.RTTVar
+	}
+	f := math.Ceil(float64(rtt)/float64(l.cfg.TickPeriod) + l.srv.Config().TargetBufferFrames)
+	return uint16(min(f, math.MaxUint16))
+}
+
+// sendStart tells a client that gets no join snapshot where it starts:
+// an announcement of size 0 whose frame is the baseline the link was made
+// with (the client's link installs it: its state is the initial one).
+func (l *ServerLink[S]) sendStart(ch StreamChannel) error {
+	newest, ok := l.srv.Frame()
+	if !ok {
+		newest = l.baseline
+	}
+	m := announceMsg{frame: l.baseline, newest: newest, rewind: uint32(l.srv.Config().MaxRewindFrames)}
+	l.msg = m.append(l.msg[:0])
+	if err := l.out.send(ch, l.msg); err != nil {
+		if errors.Is(err, transport.ErrQueueFull) {
+			l.st.QueueFull++
+			return nil
+		}
+		return err
+	}
+	l.started = true
+	l.st.Starts++
 	return nil
 }
 
@@ -557,24 +667,21 @@ func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) error {
 		// by a snapshot that did not fit, only makes the client hold a few
 		// frames more.
 		newest, _ := l.srv.Frame()
-		l.ann = append(l.ann[:0], msgAnnounce)
-		l.ann = wire.AppendUint32(l.ann, ft)
-		l.ann = wire.AppendUint32(l.ann, uint32(len(out)-1))
-		l.ann = wire.AppendUint32(l.ann, newest)
-		l.ann = wire.AppendUint32(l.ann, uint32(l.srv.Config().MaxRewindFrames))
-		if _, err := ch.SendReliable(l.cfg.Stream, l.ann); err != nil {
+		m := announceMsg{frame: ft, size: uint32(len(out) - 1), newest: newest, rewind: uint32(l.srv.Config().MaxRewindFrames)}
+		l.ann = m.append(l.ann[:0])
+		if err := l.out.send(ch, l.ann); err != nil {
 			if errors.Is(err, transport.ErrQueueFull) {
 				l.st.QueueFull++
 				return nil
 			}
 			return err
 		}
-		l.annSent = true
+		l.annSent, l.started = true, true
 	}
 	if len(out) > 1+l.cfg.SnapshotChunk {
 		return l.sendParts(ch, ft, out)
 	}
-	if _, err := ch.SendReliable(l.cfg.Stream, out); err != nil {
+	if err := l.out.send(ch, out); err != nil {
 		if errors.Is(err, transport.ErrQueueFull) {
 			l.st.QueueFull++
 			return nil
@@ -606,7 +713,7 @@ func (l *ServerLink[S]) sendParts(ch StreamChannel, ft uint32, msg []byte) error
 	if err := l.parts.start(msg[1:], ft, l.cfg.SnapshotChunk); err != nil {
 		return err
 	}
-	n, done, err := l.parts.next(ch)
+	n, done, err := l.parts.next(ch, &l.out)
 	l.st.SnapshotParts += uint64(n)
 	if err != nil {
 		return err
@@ -625,7 +732,7 @@ func (l *ServerLink[S]) sendParts(ch StreamChannel, ft uint32, msg []byte) error
 // flushParts queues the parts of a chunked snapshot the channel refused
 // before; done is true when none remain.
 func (l *ServerLink[S]) flushParts(ch StreamChannel) (done bool, err error) {
-	n, done, err := l.parts.next(ch)
+	n, done, err := l.parts.next(ch, &l.out)
 	l.st.SnapshotParts += uint64(n)
 	if err == nil && !done {
 		l.st.QueueFull++
@@ -707,11 +814,8 @@ func (l *ServerLink[S]) flushChecksum(ch StreamChannel, ft uint32) error {
 			}
 		}
 	}
-	l.msg = append(l.msg[:0], msgChecksum)
-	l.msg = wire.AppendUint32(l.msg, ft)
-	l.msg = wire.AppendUint64(l.msg, sum)
-	l.msg = wire.AppendUvarint(l.msg, uint64(own))
-	if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+	l.msg = checksumMsg{frame: ft, sum: sum, own: uint64(own)}.append(l.msg[:0])
+	if err := l.out.send(ch, l.msg); err != nil {
 		if errors.Is(err, transport.ErrQueueFull) {
 			l.st.QueueFull++
 			return nil
@@ -721,50 +825,6 @@ func (l *ServerLink[S]) flushChecksum(ch StreamChannel, ft uint32) error {
 	l.sumSent, l.lastSum = true, ft
 	l.st.ChecksumsSent++
 	return nil
-}
-
-// parseInputs validates an input message: kind, frame (u32 LE), record
-// count (uvarint, ≥ 1) and that many action records, each from peer,
-// filling the message exactly. It returns the frame and the records' bytes.
-func parseInputs(b []byte, peer uint8) (frame uint32, recs []byte, n int, ok bool) {
-	if len(b) < 1 || b[0] != msgInputs {
-		return 0, nil, 0, false
-	}
-	frame, k, err := wire.Uint32(b[1:])
-	if err != nil {
-		return 0, nil, 0, false
-	}
-	off := 1 + k
-	count, k, err := wire.Uvarint(b[off:])
-	if err != nil || count == 0 || count > uint64(len(b)) {
-		return 0, nil, 0, false
-	}
-	off += k
-	recs = b[off:]
-	for i := uint64(0); i < count; i++ {
-		r, k, err := wire.ParseActionRecord(b[off:])
-		if err != nil || r.Sender != peer {
-			return 0, nil, 0, false
-		}
-		off += k
-	}
-	if off != len(b) {
-		return 0, nil, 0, false
-	}
-	return frame, recs, int(count), true
-}
-
-// appendInputs appends an input message for frame holding ins (all for
-// that frame, from peer).
-func appendInputs(dst []byte, frame uint32, peer rollback.Sender, ins []rollback.Input) []byte {
-	dst = append(dst, msgInputs)
-	dst = wire.AppendUint32(dst, frame)
-	dst = wire.AppendUvarint(dst, uint64(len(ins)))
-	for i := range ins {
-		in := &ins[i]
-		dst = wire.AppendActionRecord(dst, wire.ActionRecord{Sender: uint8(peer), Type: uint16(in.Type), Entity: uint64(in.Entity), Payload: in.Payload})
-	}
-	return dst
 }
 
 // ClientLinkStats are a ClientLink's counters (the Receiver's are
@@ -789,8 +849,15 @@ type ClientLinkStats struct {
 	// Other those the link does not handle; Records verdicts for records
 	// (the client link sends none).
 	Malformed, Other, Records uint64
-	// Dilations counts time-dilation messages received (TimeDilation).
-	Dilations uint64
+	// Clocks counts the server's clock messages received (Frame,
+	// TimeDilation); ClockSteps the times the clock was set from one (the
+	// first, at the join, included) rather than steered by the dilation;
+	// Starts the announcements of a join without a snapshot (the link
+	// installed the baseline).
+	Clocks, ClockSteps, Starts uint64
+	// StreamShared counts messages others sent on the link's stream
+	// (ErrStreamShared).
+	StreamShared uint64
 	// Snapshots counts snapshots installed; SnapshotErrors those refused,
 	// and chunked ones dropped mid-assembly by a part that did not fit
 	// (the error is in LastError; the state is unchanged); SnapshotParts
@@ -827,27 +894,32 @@ type pendingSum struct {
 // the channel.
 //
 // Tick order on the client: Channel.Receive for every datagram (slices
-// arrive and are staged), Client.Tick (applies them, predicts), Flush,
-// Channel.Flush. The initial snapshot is installed with
+// arrive and are staged), then Tick(now, ch) — Client.Tick to the link's
+// clock (Frame; applies the slices, predicts), then Flush — and
+// Channel.Flush. The initial state is installed by the link: the join
+// snapshot the server sends (SetSnapshots), or the baseline the server
+// announces when it sends none. A game that installs a state itself uses
 // ClientLink.InstallSnapshot (never Client.InstallSnapshot directly, or the
 // receiver would not know the frame); until then nothing from the stream
 // is applied (S-H7) — its frames are held.
 //
 // A ClientLink belongs to the client's goroutine; it is not safe for
-// concurrent use. OnMessage and Flush allocate nothing in steady state.
+// concurrent use. OnMessage, Tick and Flush allocate nothing in steady
+// state.
 type ClientLink[S rollback.State] struct {
 	c    *rollback.Client[S]
 	recv *rollback.Receiver
 	cfg  LinkConfig
 
-	sent     uint32 // inputs for frames up to here have been sent
-	pend     []rollback.Input
-	msg      []byte
-	sums     [checksumQueue]pendingSum
-	nSums    int
-	lastErr  error
-	dilation float64 // the server's latest time-dilation feedback
-	st       ClientLinkStats
+	sent    uint32 // inputs for frames up to here have been sent
+	pend    []rollback.Input
+	msg     []byte
+	out     linkStream
+	sums    [checksumQueue]pendingSum
+	nSums   int
+	lastErr error
+	clock   clientClock
+	st      ClientLinkStats
 
 	sink  rollback.SnapshotSink
 	asked bool // a resync request is out since the last install
@@ -912,7 +984,7 @@ func NewClientLink[S rollback.State](c *rollback.Client[S], cfg LinkConfig) (*Cl
 	if err != nil {
 		return nil, err
 	}
-	l := &ClientLink[S]{c: c, recv: recv, cfg: cfg.WithDefaults()}
+	l := &ClientLink[S]{c: c, recv: recv, cfg: cfg.WithDefaults(), out: newLinkStream(cfg)}
 	if c.Ready() {
 		l.sent = c.Present()
 		if err := recv.Reset(c.Confirmed()); err != nil {
@@ -942,15 +1014,56 @@ func (l *ClientLink[S]) Client() *rollback.Client[S] { return l.c }
 func (l *ClientLink[S]) Receiver() *rollback.Receiver { return l.recv }
 
 // Stats returns a copy of the counters.
-func (l *ClientLink[S]) Stats() ClientLinkStats { return l.st }
+func (l *ClientLink[S]) Stats() ClientLinkStats {
+	st := l.st
+	st.StreamShared = l.out.foreign
+	st.ClockSteps = l.clock.steps
+	return st
+}
+
+// Stream returns the link's stream id (LinkConfig.Stream, or the default
+// it took).
+func (l *ClientLink[S]) Stream() uint8 { return l.out.id }
 
 // TimeDilation returns the server's latest time-dilation feedback for this
-// client: the fraction by which to speed up (positive) or slow down
-// (negative) its tick so its inputs arrive the server's target number of
-// frames early (Server.TimeDilation; resolution 1/10,000). 0 until the
-// first message arrives. A game applies it to its tick interval, e.g.
-// interval × (1 − dilation).
-func (l *ClientLink[S]) TimeDilation() float64 { return l.dilation }
+// client: the fraction by which its clock runs faster (positive) or slower
+// (negative) than the server's tick so its inputs arrive the server's
+// target number of frames early (Server.TimeDilation; resolution
+// 1/10,000). 0 until the first clock message arrives. Frame applies it; a
+// game that runs its own clock applies it to its tick interval, e.g.
+// interval ÷ (1 + dilation).
+func (l *ClientLink[S]) TimeDilation() float64 { return float64(l.clock.msg.dilation) / 10000 }
+
+// TickPeriod returns the server's tick period from its clock messages (0
+// before the first).
+func (l *ClientLink[S]) TickPeriod() time.Duration { return time.Duration(l.clock.msg.period) }
+
+// Frame returns the frame the client should have simulated through at
+// now — the client's own clock (a monotonic time since any origin of its
+// choosing; the server's clock need not be shared), the same value the
+// endpoint's Poll was given — and ok once the client is ready (its
+// snapshot, or the baseline the server announced, installed) and the
+// server's first clock message is in. Pass it to Client.Tick when it is
+// beyond Client.Present (ClientLinks.Tick does all this).
+//
+// The link keeps the frame in step with the server: the server's clock
+// messages (on joining, then every 30 frames) say its frame, its tick
+// period and the lead to keep — the round trip plus TargetBufferFrames, so
+// that inputs arrive in time — and the time dilation steers the clock's
+// rate, so a client clock that runs fast or slow is corrected; one more
+// than max(4, lead/2) frames off is set to the server's estimate (see
+// ClientLinkStats.ClockSteps). A clock message is anchored to the now of
+// the first Frame call after it arrived: call Frame with the now of the
+// Poll that delivered it. The frame never goes back: a client that ran
+// too far ahead holds until the clock passes it. Cost: a few integer
+// operations; nothing is allocated.
+func (l *ClientLink[S]) Frame(now time.Duration) (uint32, bool) {
+	f, ok := l.clock.frame(now)
+	if !ok || !l.c.Ready() {
+		return 0, false
+	}
+	return max(f, l.c.Present()), true
+}
 
 // LastError returns the most recent error the receiver returned for a
 // delivered slice (nil if none): OnMessage has no way to return it.
@@ -985,9 +1098,8 @@ func (l *ClientLink[S]) InstallSnapshot(frame uint32) error {
 // frames after it (Client.SetSampleFrom, set at the install and moved on
 // with the stream until the client has sampled a frame: catching up after
 // a long join takes several ticks): the server would refuse inputs for the
-// frames before as too old. A game that has just joined sets its clock
-// from it — its tick frame = ServerFrame() + its round trip in frames +
-// the lead it keeps (a few frames; the time dilation then adjusts it).
+// frames before as too old. The client's clock is Frame's, set from the
+// server's clock messages; ServerFrame is diagnostics.
 func (l *ClientLink[S]) ServerFrame() (uint32, bool) {
 	if !l.announced {
 		return 0, false
@@ -997,6 +1109,35 @@ func (l *ClientLink[S]) ServerFrame() (uint32, bool) {
 		f = max(f, n+l.annRewind)
 	}
 	return f, true
+}
+
+// Tick runs the client for local time now — the client's own monotonic
+// clock, the now its channel was given when the messages just delivered
+// arrived — and flushes the link: Client.Tick to Frame(now) when that
+// frame is beyond Client.Present (at the prediction limit,
+// rollback.ErrPredictionLimit, the client waits for confirmations, which
+// is not an error), then Flush(ch) — when a frame was due (simulated, or
+// held back by the prediction limit: Flush applies the frames the
+// receiver held), or while the client is not ready yet (a resync request
+// may be due). ticked reports
+// that the client simulated a new frame. This is the whole client side of
+// a tick; call it once per loop turn, after the channel received and
+// before it flushes. It allocates nothing in steady state. Errors:
+// Client.Tick's, Flush's.
+func (l *ClientLink[S]) Tick(now time.Duration, ch StreamChannel) (ticked bool, err error) {
+	f, ok := l.Frame(now)
+	due := ok && f > l.c.Present()
+	if due {
+		before := l.c.Present()
+		if err := l.c.Tick(f); err != nil && !errors.Is(err, rollback.ErrPredictionLimit) {
+			return false, err
+		}
+		ticked = l.c.Present() > before
+	}
+	if due || !l.c.Ready() {
+		return ticked, l.Flush(ch)
+	}
+	return false, nil
 }
 
 // RequestResync asks the server for a state burst: the next Flush sends
@@ -1010,94 +1151,127 @@ func (l *ClientLink[S]) RequestResync() { l.wantResync = true }
 
 // OnMessage implements transport.Handler: a Record delivery is an action
 // slice for the Receiver (Receiver.Unpack; a refused one is counted and
-// kept in LastError), a checksum message on the link's stream is queued
-// for verification, a snapshot (or the last of its parts) is installed
-// (SetSnapshots), an announcement readies the receiver for the snapshot
-// that follows, a refusal report takes the input out of the client
-// (Client.Refused), anything else goes to LinkConfig.OnOther. A snapshot
-// part that does not continue the assembly in progress drops it (Stats:
-// Malformed, SnapshotErrors; LastError) and the store is left as it was.
+// kept in LastError). On the link's stream, a checksum message is queued
+// for verification, a clock message sets the clock (Frame), a snapshot (or
+// the last of its parts) is installed (SetSnapshots), an announcement
+// readies the receiver for the snapshot that follows — or, with no
+// snapshot to follow, installs the baseline it names — and a refusal
+// report takes the input out of the client (Client.Refused); anything else
+// on the stream, or a message that does not parse whole, is counted
+// Malformed and dropped (never a panic). Other streams go to
+// LinkConfig.OnOther. A snapshot part that does not continue the assembly
+// in progress drops it (Stats: Malformed, SnapshotErrors; LastError) and
+// the store is left as it was.
 func (l *ClientLink[S]) OnMessage(m transport.Message) {
 	switch {
 	case m.Delivery == transport.Record:
-		l.st.Slices++
-		if err := l.recv.Unpack(m.Payload); err != nil {
-			l.st.UnpackErrors++
-			l.lastErr = err
-		}
-		if l.gating {
-			if l.c.Present() >= l.c.SampleFrom() {
-				l.gating = false // sampling has begun: the game's clock leads from here
-			} else if f, ok := l.ServerFrame(); ok {
-				l.c.SetSampleFrom(f + 1)
-			}
-		}
-	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshot && l.sink != nil:
-		l.asm.abort() // a whole snapshot replaces a partial one
-		l.installSnapshot(m.Payload[1:])
-	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgSnapshotPart && l.sink != nil:
-		l.snapshotPart(m.Payload)
-	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgAnnounce:
-		l.announce(m.Payload)
-	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgRefused:
-		l.inputRefused(m.Payload)
-	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream && len(m.Payload) > 0 && m.Payload[0] == msgDilation:
-		if len(m.Payload) != 3 {
-			l.st.Malformed++
-			return
-		}
-		v, _, _ := wire.Uint16(m.Payload[1:])
-		l.dilation = float64(int16(v)) / 10000
-		l.st.Dilations++
-	case m.Delivery == transport.Reliable && m.Stream == l.cfg.Stream:
-		if len(m.Payload) < 14 || m.Payload[0] != msgChecksum {
-			l.st.Malformed++
-			return
-		}
-		frame, _, _ := wire.Uint32(m.Payload[1:])
-		sum, _, _ := wire.Uint64(m.Payload[5:])
-		own, k, err := wire.Uvarint(m.Payload[13:])
-		if err != nil || 13+k != len(m.Payload) {
-			l.st.Malformed++
-			return
-		}
-		l.st.ChecksumsReceived++
-		if l.nSums == checksumQueue {
-			l.st.ChecksumsSkipped++
-			copy(l.sums[:], l.sums[1:])
-			l.nSums--
-		}
-		l.sums[l.nSums] = pendingSum{frame, sum, own}
-		l.nSums++
-	default:
+		l.slice(m.Payload)
+	case m.Delivery != transport.Reliable || m.Stream != l.out.id:
 		l.st.Other++
 		if l.cfg.OnOther != nil {
 			l.cfg.OnOther(m)
 		}
+	default:
+		if f := l.linkMessage(m.Payload); f.bad() {
+			l.st.Malformed++
+		}
 	}
 }
 
-// announce takes the server's announcement of a snapshot: kind, the
-// snapshot's frame, its size, the server's newest frame and its
+// linkMessage handles one message on the link's stream.
+func (l *ClientLink[S]) linkMessage(b []byte) fault {
+	switch k := kindOf(b); {
+	case k == msgChecksum:
+		return l.checksum(b)
+	case k == msgClock:
+		m, f := parseClock(b)
+		if !f.bad() {
+			l.clock.received(m)
+			l.st.Clocks++
+		}
+		return f
+	case k == msgAnnounce:
+		return l.announce(b)
+	case k == msgRefused:
+		return l.inputRefused(b)
+	case k == msgSnapshot && l.sink != nil:
+		body, f := parseSnapshot(b)
+		if !f.bad() {
+			l.asm.abort() // a whole snapshot replaces a partial one
+			l.installSnapshot(body)
+		}
+		return f
+	case k == msgSnapshotPart && l.sink != nil:
+		l.snapshotPart(b) // counts its own faults
+		return fault{}
+	default:
+		return fault{k, "kind (a server-to-client link message, with SetSnapshots for 0x03 and 0x06)", int64(k), int64(msgChecksum)}
+	}
+}
+
+// slice hands an action slice to the receiver.
+func (l *ClientLink[S]) slice(b []byte) {
+	l.st.Slices++
+	if err := l.recv.Unpack(b); err != nil {
+		l.st.UnpackErrors++
+		l.lastErr = err
+	}
+	if l.gating {
+		if l.c.Present() >= l.c.SampleFrom() {
+			l.gating = false // sampling has begun: the game's clock leads from here
+		} else if f, ok := l.ServerFrame(); ok {
+			l.c.SetSampleFrom(f + 1)
+		}
+	}
+}
+
+// checksum queues a server checksum for verification.
+func (l *ClientLink[S]) checksum(b []byte) fault {
+	m, f := parseChecksum(b)
+	if f.bad() {
+		return f
+	}
+	l.st.ChecksumsReceived++
+	if l.nSums == checksumQueue {
+		l.st.ChecksumsSkipped++
+		copy(l.sums[:], l.sums[1:])
+		l.nSums--
+	}
+	l.sums[l.nSums] = pendingSum(m)
+	l.nSums++
+	return fault{}
+}
+
+// announce takes the server's announcement of where the client starts:
+// the snapshot's frame and size, the server's newest frame and its
 // MaxRewindFrames. The receiver holds the stream from then on until the
 // snapshot is installed (with its size as the bound), and holds again the
-// frames after the snapshot's that the client has already applied.
-func (l *ClientLink[S]) announce(b []byte) {
-	if len(b) != announceLen {
-		l.st.Malformed++
-		return
+// frames after the snapshot's that the client has already applied. Size 0
+// announces no snapshot: a client not ready yet installs the frame named
+// (the baseline; its state is the initial one, built like the server's).
+func (l *ClientLink[S]) announce(b []byte) fault {
+	m, f := parseAnnounce(b)
+	if f.bad() {
+		return f
 	}
-	frame, _, _ := wire.Uint32(b[1:])
-	size, _, _ := wire.Uint32(b[5:])
-	l.annNewest, _, _ = wire.Uint32(b[9:])
-	l.annRewind, _, _ = wire.Uint32(b[13:])
+	l.annNewest, l.annRewind = m.newest, m.rewind
 	l.announced = true
 	l.st.Announcements++
-	if l.sink == nil {
-		return
+	if m.size == 0 {
+		l.st.Starts++
+		if !l.c.Ready() {
+			if err := l.InstallSnapshot(m.frame); err != nil {
+				l.lastErr = err
+			}
+		}
+		return fault{}
 	}
-	l.recv.ExpectSnapshot(int(min(size, MaxSnapshotParts*MaxSnapshotChunk)))
-	l.recv.AwaitSnapshot(frame, l.haveFrame)
+	if l.sink == nil {
+		return fault{}
+	}
+	l.recv.ExpectSnapshot(int(min(m.size, MaxSnapshotParts*MaxSnapshotChunk)))
+	l.recv.AwaitSnapshot(m.frame, l.haveFrame)
+	return fault{}
 }
 
 // haveFrame returns the client's records of frame f (Receiver.AwaitSnapshot).
@@ -1109,24 +1283,19 @@ func (l *ClientLink[S]) haveFrame(f uint32) ([]rollback.Record, bool) {
 
 // inputRefused takes the server's report of a refused own input: kind,
 // frame, reason, the input's action record.
-func (l *ClientLink[S]) inputRefused(b []byte) {
-	if len(b) < 6 {
-		l.st.Malformed++
-		return
-	}
-	frame, _, _ := wire.Uint32(b[1:])
-	r, n, err := wire.ParseActionRecord(b[6:])
-	if err != nil || 6+n != len(b) || rollback.Sender(r.Sender) != l.c.Peer() {
-		l.st.Malformed++
-		return
+func (l *ClientLink[S]) inputRefused(b []byte) fault {
+	m, f := parseRefused(b, uint8(l.c.Peer()))
+	if f.bad() {
+		return f
 	}
 	l.st.InputsRefused++
-	typ, e := rollback.ActionTypeID(r.Type), rollback.Entity(r.Entity)
-	l.recv.DropRefused(frame, typ, e, r.Payload)
-	if err := l.c.Refused(frame, typ, e, r.Payload); err != nil && !errors.Is(err, rollback.ErrNotReady) {
+	typ, e := rollback.ActionTypeID(m.rec.Type), rollback.Entity(m.rec.Entity)
+	l.recv.DropRefused(m.frame, typ, e, m.rec.Payload)
+	if err := l.c.Refused(m.frame, typ, e, m.rec.Payload); err != nil && !errors.Is(err, rollback.ErrNotReady) {
 		l.st.RefusalErrors++
 		l.lastErr = err
 	}
+	return fault{}
 }
 
 // installSnapshot installs a snapshot message's body: into the state
@@ -1192,9 +1361,18 @@ func (l *ClientLink[S]) OnDisconnect(reason wire.DisconnectReason) {
 // back-pressure the rest wait for the next Flush), applies held frames the
 // client has room for again (Receiver.Drain), verifies the queued server
 // checksums whose frames are now confirmed, and sends a request for a
-// state burst if one is wanted. Call it after Client.Tick. Errors: channel errors other than back-pressure, and the
-// receiver's.
+// state burst if one is wanted. Call it after Client.Tick (Tick does
+// both). Errors: channel errors other than back-pressure, the receiver's,
+// and ErrStreamShared (after the Flush's work) when others sent on the
+// link's stream.
 func (l *ClientLink[S]) Flush(ch StreamChannel) error {
+	if err := l.flush(ch); err != nil {
+		return err
+	}
+	return l.out.takeErr()
+}
+
+func (l *ClientLink[S]) flush(ch StreamChannel) error {
 	if l.c.Ready() {
 		if err := l.sendInputs(ch); err != nil {
 			return err
@@ -1210,9 +1388,8 @@ func (l *ClientLink[S]) Flush(ch StreamChannel) error {
 		if retry {
 			base = refusedBaseline
 		}
-		l.msg = append(l.msg[:0], msgResync)
-		l.msg = wire.AppendUint32(l.msg, base)
-		if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+		l.msg = resyncMsg{base}.append(l.msg[:0])
+		if err := l.out.send(ch, l.msg); err != nil {
 			if errors.Is(err, transport.ErrQueueFull) {
 				l.st.QueueFull++
 				return nil
@@ -1241,7 +1418,7 @@ func (l *ClientLink[S]) sendInputs(ch StreamChannel) error {
 		}
 		if f > l.sent {
 			l.msg = appendInputs(l.msg[:0], f, l.c.Peer(), l.pend[i:j])
-			if _, err := ch.SendReliable(l.cfg.Stream, l.msg); err != nil {
+			if err := l.out.send(ch, l.msg); err != nil {
 				if errors.Is(err, transport.ErrQueueFull) {
 					l.st.QueueFull++
 					return nil

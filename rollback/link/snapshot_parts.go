@@ -7,7 +7,6 @@ import (
 	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
-	"github.com/tickwire/tickwire/wire"
 )
 
 // Snapshot chunking (docs/ROLLBACK.md, "Snapshots and state bursts"): a
@@ -25,9 +24,6 @@ const (
 	// a larger snapshot is refused with ErrSnapshotTooLarge (64 MiB
 	// compressed at the default chunk).
 	MaxSnapshotParts = 1024
-	// snapshotPartHeader is the size of a part's header: kind, frame u32,
-	// index u16, count u16.
-	snapshotPartHeader = 1 + 4 + 2 + 2
 )
 
 // snapshotParts is the server side of a chunked snapshot: an owned copy
@@ -35,13 +31,12 @@ const (
 // taken. Its buffers are reused, so a part costs no allocation once they
 // have grown.
 type snapshotParts struct {
-	stream uint8  // LinkConfig.Stream
-	body   []byte // the compressed snapshot (owned copy)
-	frame  uint32
-	chunk  int
-	count  int // parts in all
-	sent   int // parts queued so far
-	msg    []byte
+	body  []byte // the compressed snapshot (owned copy)
+	frame uint32
+	chunk int
+	count int // parts in all
+	sent  int // parts queued so far
+	msg   []byte
 }
 
 // start takes a copy of body, the compressed snapshot of the end of frame,
@@ -68,21 +63,17 @@ func (p *snapshotParts) pending() bool { return p.sent < p.count }
 func (p *snapshotParts) reset() { p.body, p.count, p.sent = p.body[:0], 0, 0 }
 
 // next queues as many of the remaining parts as ch accepts, in order, on
-// the stream; n is how many it queued, done whether none remain. Back-
+// the link's stream out; n is how many it queued, done whether none remain. Back-
 // pressure (transport.ErrQueueFull) is not an error: the rest waits for the
 // next call. Errors: ErrSnapshotTooLarge (wrapped) if the channel refuses
 // a part as too large (its MaxMessageSize is below the chunk), and other
 // channel errors; the parts are abandoned then.
-func (p *snapshotParts) next(ch StreamChannel) (n int, done bool, err error) {
+func (p *snapshotParts) next(ch StreamChannel, out *linkStream) (n int, done bool, err error) {
 	for p.sent < p.count {
 		lo := p.sent * p.chunk
 		hi := min(lo+p.chunk, len(p.body))
-		p.msg = append(p.msg[:0], msgSnapshotPart)
-		p.msg = wire.AppendUint32(p.msg, p.frame)
-		p.msg = wire.AppendUint16(p.msg, uint16(p.sent))
-		p.msg = wire.AppendUint16(p.msg, uint16(p.count))
-		p.msg = append(p.msg, p.body[lo:hi]...)
-		if _, err := ch.SendReliable(p.stream, p.msg); err != nil {
+		p.msg = partMsg{frame: p.frame, index: p.sent, count: p.count, data: p.body[lo:hi]}.append(p.msg[:0])
+		if err := out.send(ch, p.msg); err != nil {
 			if errors.Is(err, transport.ErrQueueFull) {
 				return n, false, nil
 			}
@@ -129,21 +120,13 @@ func (a *snapshotAssembler) add(part []byte) (body []byte, frame uint32, complet
 		a.abort()
 		return nil, 0, false, dropped, fmt.Errorf("%w: snapshot part %s", rollback.ErrMalformed, what)
 	}
-	if len(part) < snapshotPartHeader || part[0] != msgSnapshotPart {
-		return bad("header")
+	m, flt := parsePart(part)
+	if flt.bad() {
+		dropped = a.active
+		a.abort()
+		return nil, 0, false, dropped, flt.err()
 	}
-	f, _, _ := wire.Uint32(part[1:])
-	i16, _, _ := wire.Uint16(part[5:])
-	c16, _, _ := wire.Uint16(part[7:])
-	index, count, data := int(i16), int(c16), part[snapshotPartHeader:]
-	switch {
-	case count == 0 || count > MaxSnapshotParts:
-		return bad("count")
-	case index >= count:
-		return bad("index")
-	case len(data) == 0 || len(data) > MaxSnapshotChunk:
-		return bad("length")
-	}
+	f, index, count, data := m.frame, m.index, m.count, m.data
 	if index == 0 {
 		dropped = a.active
 		a.buf, a.frame, a.count, a.size, a.active = a.buf[:0], f, count, len(data), true

@@ -93,7 +93,8 @@ func sendParts(t *testing.T, tcfg transport.Config, chunk int, msg []byte, dst *
 		installed = true
 	}}
 	se, ce := net.pair(0, tcfg, &verdicts{}, hc)
-	p := snapshotParts{stream: DefaultLinkStream}
+	var p snapshotParts
+	out := linkStream{id: DefaultLinkStream}
 	if err := p.start(msg[1:], frame, chunk); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func sendParts(t *testing.T, tcfg transport.Config, chunk int, msg []byte, dst *
 		net.advance()
 		se.receive(net.now, net.tick)
 		if !done {
-			n, d, err := p.next(se.ch)
+			n, d, err := p.next(se.ch, &out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +191,10 @@ type fakeStream struct {
 	room    int
 	rel     [][]byte
 	records int
-	tooBig  int // refuse reliable messages larger than this (0: none)
+	tooBig  int  // refuse reliable messages larger than this (0: none)
+	noClock bool // take clock messages without room, and keep them apart
+	clocks  int
+	next    wire.Seq // the next message id
 }
 
 func (f *fakeStream) SendRecord(uint64, []byte) error { f.records++; return nil }
@@ -198,12 +202,18 @@ func (f *fakeStream) SendReliable(_ uint8, p []byte) (wire.Seq, error) {
 	if f.tooBig > 0 && len(p) > f.tooBig {
 		return 0, transport.ErrTooLarge
 	}
+	if f.noClock && len(p) > 0 && p[0] == msgClock {
+		f.clocks++
+		f.next++
+		return f.next - 1, nil
+	}
 	if f.room == 0 {
 		return 0, transport.ErrQueueFull
 	}
 	f.room--
 	f.rel = append(f.rel, bytes.Clone(p))
-	return 0, nil
+	f.next++
+	return f.next - 1, nil
 }
 func (f *fakeStream) MaxSinglePayload(transport.Delivery) int { return 1100 }
 func (f *fakeStream) MaxRecordSize() int                      { return 60000 }
@@ -212,7 +222,7 @@ func (f *fakeStream) MaxRecordSize() int                      { return 60000 }
 // join snapshot is announced (msgAnnounce) and counted (and the stream
 // resynced) when its first part is queued; while parts wait for the window
 // the action stream goes on (slices are records, not on the reliable
-// stream) but no checksum or time-dilation message is sent; a resync
+// stream), and so does the clock, but no checksum is sent; a resync
 // request arriving meanwhile waits until every part is queued and is then
 // answered by the next snapshot. The client link joins the parts and
 // installs both snapshots.
@@ -231,7 +241,7 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	}
 	l.SetSnapshots(src)
 	l.RequestSnapshot()
-	ch := &fakeStream{}
+	ch := &fakeStream{noClock: true}
 	frame := uint32(0)
 	flush := func(room int) {
 		t.Helper()
@@ -349,8 +359,8 @@ func newPartsClient(t testing.TB, dst *rollback.Store) *ClientLink[*rollback.Sto
 	return cl
 }
 
-// partMsg builds a snapshot-part message.
-func partMsg(frame uint32, index, count int, data []byte) []byte {
+// makePart builds a snapshot-part message.
+func makePart(frame uint32, index, count int, data []byte) []byte {
 	b := []byte{msgSnapshotPart}
 	b = wire.AppendUint32(b, frame)
 	b = wire.AppendUint16(b, uint16(index))
@@ -363,7 +373,7 @@ func splitParts(body []byte, frame uint32, chunk int) [][]byte {
 	count := (len(body) + chunk - 1) / chunk
 	var out [][]byte
 	for i := range count {
-		out = append(out, partMsg(frame, i, count, body[i*chunk:min((i+1)*chunk, len(body))]))
+		out = append(out, makePart(frame, i, count, body[i*chunk:min((i+1)*chunk, len(body))]))
 	}
 	return out
 }
@@ -386,24 +396,24 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 	if n < 4 {
 		t.Fatalf("%d parts", n)
 	}
-	d := func(i int) []byte { return ps[i][snapshotPartHeader:] }
+	d := func(i int) []byte { return ps[i][partHeaderLen:] }
 	cases := []struct {
 		name    string
 		msgs    [][]byte // the last one is refused
 		dropped bool     // it drops an assembly in progress
 	}{
-		{"truncated header", [][]byte{ps[0][:snapshotPartHeader-1]}, false},
-		{"count 0", [][]byte{partMsg(f, 0, 0, d(0))}, false},
-		{"count above MaxSnapshotParts", [][]byte{partMsg(f, 0, MaxSnapshotParts+1, d(0))}, false},
-		{"index = count", [][]byte{partMsg(f, n, n, d(0))}, false},
+		{"truncated header", [][]byte{ps[0][:partHeaderLen-1]}, false},
+		{"count 0", [][]byte{makePart(f, 0, 0, d(0))}, false},
+		{"count above MaxSnapshotParts", [][]byte{makePart(f, 0, MaxSnapshotParts+1, d(0))}, false},
+		{"index = count", [][]byte{makePart(f, n, n, d(0))}, false},
 		{"no first part", [][]byte{ps[1]}, false},
 		{"out of order", [][]byte{ps[0], ps[2]}, true},
-		{"frame changes", [][]byte{ps[0], partMsg(f+1, 1, n, d(1))}, true},
-		{"count changes", [][]byte{ps[0], partMsg(f, 1, n+1, d(1))}, true},
-		{"empty data", [][]byte{ps[0], partMsg(f, 1, n, nil)}, true},
-		{"oversize data", [][]byte{partMsg(f, 0, n, make([]byte, MaxSnapshotChunk+1))}, false},
-		{"short middle part", [][]byte{ps[0], partMsg(f, 1, n, d(1)[:100])}, true},
-		{"long last part", [][]byte{partMsg(f, 0, 2, d(0)[:100]), partMsg(f, 1, 2, d(1)[:101])}, true},
+		{"frame changes", [][]byte{ps[0], makePart(f+1, 1, n, d(1))}, true},
+		{"count changes", [][]byte{ps[0], makePart(f, 1, n+1, d(1))}, true},
+		{"empty data", [][]byte{ps[0], makePart(f, 1, n, nil)}, true},
+		{"oversize data", [][]byte{makePart(f, 0, n, make([]byte, MaxSnapshotChunk+1))}, false},
+		{"short middle part", [][]byte{ps[0], makePart(f, 1, n, d(1)[:100])}, true},
+		{"long last part", [][]byte{makePart(f, 0, 2, d(0)[:100]), makePart(f, 1, 2, d(1)[:101])}, true},
 		{"duplicate part", [][]byte{ps[0], ps[1], ps[1]}, true},
 		{"whole message then a stale part", [][]byte{ps[0], ps[1], append([]byte{msgSnapshot}, body...), ps[2]}, false},
 	}
@@ -464,11 +474,12 @@ func TestSnapshotPartsNoAllocs(t *testing.T) {
 	var p snapshotParts
 	var a snapshotAssembler
 	ch := &discardStream{a: &a}
+	out := linkStream{id: DefaultLinkStream}
 	run := func() {
 		if err := p.start(body, 9, 256); err != nil {
 			t.Fatal(err)
 		}
-		if _, done, err := p.next(ch); err != nil || !done || !ch.complete || !bytes.Equal(ch.body, body) {
+		if _, done, err := p.next(ch, &out); err != nil || !done || !ch.complete || !bytes.Equal(ch.body, body) {
 			t.Fatalf("done %v, complete %v, %v", done, ch.complete, err)
 		}
 		ch.complete = false
@@ -484,6 +495,7 @@ type discardStream struct {
 	a        *snapshotAssembler
 	body     []byte
 	complete bool
+	id       wire.Seq
 }
 
 func (d *discardStream) SendRecord(uint64, []byte) error { return nil }
@@ -495,7 +507,8 @@ func (d *discardStream) SendReliable(_ uint8, p []byte) (wire.Seq, error) {
 	if complete {
 		d.body, d.complete = body, true
 	}
-	return 0, nil
+	d.id++
+	return d.id - 1, nil
 }
 func (d *discardStream) MaxSinglePayload(transport.Delivery) int { return 1100 }
 func (d *discardStream) MaxRecordSize() int                      { return 60000 }
@@ -554,7 +567,7 @@ func FuzzSnapshotAssembler(f *testing.F) {
 	ps := fuzzParts(body)
 	f.Add(seq(ps...))
 	f.Add(seq(ps[0], ps[2], ps[1]))
-	f.Add(seq(ps[0], partMsg(6, 1, len(ps), ps[1][snapshotPartHeader:])[1:]))
+	f.Add(seq(ps[0], makePart(6, 1, len(ps), ps[1][partHeaderLen:])[1:]))
 	dst, _ := rollback.NewStore(rollback.StoreConfig{Components: gameComponents, Capacity: 16})
 	cl := newPartsClient(f, dst)
 	var msg []byte
@@ -633,8 +646,9 @@ func TestRefusedSnapshotIsAskedForAgain(t *testing.T) {
 	deliver := func(p []byte) {
 		cl.OnMessage(transport.Message{Delivery: transport.Reliable, Stream: DefaultLinkStream, Payload: p})
 	}
+	ch := &fakeStream{}
 	requests := func() (out []uint32) {
-		ch := &fakeStream{room: 100}
+		ch.room, ch.rel = 100, nil
 		if err := cl.Flush(ch); err != nil {
 			t.Fatal(err)
 		}
