@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/rollback"
 
 	"github.com/tickwire/tickwire/transport"
@@ -600,10 +601,10 @@ func joinLargeWorld(t *testing.T, delay int, loss float64, bytes int) (*joinClie
 	}
 	ss, ls := cl.slink.Stats(), cl.link.Stats()
 	cs := cl.se.ch.Stats()
-	t.Logf("sim(%d, 5, %g): snapshot %d B in %d parts; installed after %.2f s, settled after %.2f s; %d B sent to the joiner meanwhile (%d datagrams, %d lost %v by cause, %d reliable re-sent, %d redundant copies); snapshots sent %d, installed %d, refused %d; resync requests %d",
+	t.Logf("sim(%d, 5, %g): snapshot %d B in %d parts; installed after %.2f s, settled after %.2f s; %d B sent to the joiner meanwhile (%d datagrams, %d lost (%s), %d reliable re-sent, %d redundant copies); snapshots sent %d, installed %d, refused %d; resync requests %d",
 		delay, loss, ss.SnapshotBytes/max(ss.Snapshots, 1), ss.SnapshotParts/max(ss.Snapshots, 1),
 		float64(cl.installAt-cl.joinAt)/60, float64(cl.settleAt-cl.joinAt)/60, cl.bytesJoin,
-		cs.DatagramsSent, cs.Ack.Lost, cs.Ack.LostBy, cs.ReliableResent, cs.RedundantCopies,
+		cs.DatagramsSent, cs.Ack.Lost, lossText(cs.Ack), cs.ReliableResent, cs.RedundantCopies,
 		ss.Snapshots, ls.Snapshots, ls.SnapshotErrors, ls.ResyncRequests)
 	return cl, r
 }
@@ -718,4 +719,18 @@ func TestDesyncResyncs(t *testing.T) {
 	if err := r.check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lossText lists a sender's losses by cause, for logs.
+func lossText(st ackmap.SendStats) string {
+	out := ""
+	for c := ackmap.CauseReorder; c <= ackmap.CauseTimeout; c++ {
+		if n := st.LostBy(c); n > 0 {
+			out += fmt.Sprintf(" %v=%d", c, n)
+		}
+	}
+	if out == "" {
+		return "none"
+	}
+	return out[1:]
 }
