@@ -257,7 +257,7 @@ const minWirePeriod = int64(minTickPeriod)
 
 // partMsg is one part of a chunked snapshot (kind 0x06): the snapshot's
 // frame u32, index u16 < count, count u16 1..MaxSnapshotParts, and 1 to
-// MaxSnapshotChunk data bytes.
+// maxSnapshotChunk data bytes.
 type partMsg struct {
 	frame        uint32
 	index, count int
@@ -285,8 +285,8 @@ func parsePart(b []byte) (partMsg, fault) {
 		return partMsg{}, fault{msgSnapshotPart, "part count (1..MaxSnapshotParts)", int64(m.count), MaxSnapshotParts}
 	case m.index >= m.count:
 		return partMsg{}, fault{msgSnapshotPart, "part index beyond count", int64(m.index), int64(m.count - 1)}
-	case len(m.data) > MaxSnapshotChunk:
-		return partMsg{}, fault{msgSnapshotPart, "part data bytes", int64(len(m.data)), MaxSnapshotChunk}
+	case len(m.data) > maxSnapshotChunk:
+		return partMsg{}, fault{msgSnapshotPart, "part data bytes", int64(len(m.data)), maxSnapshotChunk}
 	}
 	return m, fault{}
 }

@@ -180,7 +180,7 @@ func TestCodecMalformed(t *testing.T) {
 		{"part: count above the limit", with(s[5].msg, 7, 0x01, 0x04), "part count (1..MaxSnapshotParts) 1025, want 1024"},
 		{"part: index = count", with(s[5].msg, 5, 3, 0), "part index beyond count 3, want 2"},
 		{"part: no data", s[5].msg[:partHeaderLen], "length below minimum 9, want 10"},
-		{"part: data above the chunk", append(bytes.Clone(s[5].msg[:partHeaderLen]), make([]byte, MaxSnapshotChunk+1)...), fmt.Sprintf("part data bytes %d, want %d", MaxSnapshotChunk+1, MaxSnapshotChunk)},
+		{"part: data above the chunk", append(bytes.Clone(s[5].msg[:partHeaderLen]), make([]byte, maxSnapshotChunk+1)...), fmt.Sprintf("part data bytes %d, want %d", maxSnapshotChunk+1, maxSnapshotChunk)},
 		{"announce: short", s[6].msg[:16], "length 16, want 17"},
 		{"refused: another sender", with(s[8].msg, 6, codecPeer+1), fmt.Sprintf("record's sender %d, want %d", codecPeer+1, codecPeer)},
 		{"refused: record cut", s[8].msg[:len(s[8].msg)-1], "action record does not parse"},

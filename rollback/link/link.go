@@ -20,17 +20,17 @@ const (
 	// (transport.DefaultOrderedStreams). ServerLinks and ClientLinks take
 	// the highest ordered stream of the peer's channel instead.
 	DefaultLinkStream = transport.DefaultOrderedStreams
-	// MinLinkBudget is the smallest LinkConfig.Budget.
-	MinLinkBudget = 64
-	// DefaultSlicesPerFlush is LinkConfig.SlicesPerFlush when left zero.
-	DefaultSlicesPerFlush = 4
-	// MaxSlicesPerFlush is the largest LinkConfig.SlicesPerFlush.
-	MaxSlicesPerFlush = 8
-	// DefaultMaxPendingRecords is LinkConfig.MaxPendingRecords when left
+	// minLinkBudget is the smallest LinkConfig.Budget.
+	minLinkBudget = 64
+	// defaultSlicesPerFlush is LinkConfig.SlicesPerFlush when left zero.
+	defaultSlicesPerFlush = 4
+	// maxSlicesPerFlush is the largest LinkConfig.SlicesPerFlush.
+	maxSlicesPerFlush = 8
+	// defaultMaxPendingRecords is LinkConfig.MaxPendingRecords when left
 	// zero.
-	DefaultMaxPendingRecords = 32
-	// MaxMaxPendingRecords is the largest LinkConfig.MaxPendingRecords.
-	MaxMaxPendingRecords = 1024
+	defaultMaxPendingRecords = 32
+	// maxMaxPendingRecords is the largest LinkConfig.MaxPendingRecords.
+	maxMaxPendingRecords = 1024
 	// NoChecksums, as LinkConfig.ChecksumEvery, turns the checksum messages
 	// off.
 	NoChecksums = -1
@@ -107,7 +107,7 @@ type LinkConfig struct {
 	// owed frame alone exceeds the budget, that tick's first slice is packed
 	// with the largest budget, Channel.MaxRecordSize (a fragmented record);
 	// a frame larger still is forfeited (Replicator.Forfeit). Range 0 or
-	// ≥ MinLinkBudget.
+	// ≥ 64.
 	Budget int
 
 	// SlicesPerFlush (server) is how many slices one Flush may send when the
@@ -117,14 +117,14 @@ type LinkConfig struct {
 	// a stream gets one budget of new frames per round trip, and one that
 	// needs more falls behind until its frames age out; the extra slices
 	// cost nothing while the owed frames fit one budget. Default 4 (see
-	// docs/ROLLBACK.md for the measurement); range 1..MaxSlicesPerFlush.
+	// docs/ROLLBACK.md for the measurement); range 1..8.
 	SlicesPerFlush int
 
 	// MaxPendingRecords (server): while this many of the peer's slices await
 	// a verdict, Flush sends only the first slice of the tick (the re-send
 	// from the baseline), none of the further ones: the link is congested
 	// or dead, and more would only queue. Default 32; range
-	// 1..MaxMaxPendingRecords.
+	// 1..1024.
 	MaxPendingRecords int
 
 	// ChecksumEvery (server): send the server's checksum of a final frame
@@ -140,8 +140,7 @@ type LinkConfig struct {
 	// bytes (kind 0x06, the last part shorter), at most MaxSnapshotParts of
 	// them (ErrSnapshotTooLarge beyond), sent as consecutive reliable
 	// messages as the channel's window takes them. The client accepts any
-	// chunk in range. Default DefaultSnapshotChunk (64 KiB); range
-	// MinSnapshotChunk..MaxSnapshotChunk.
+	// chunk in range. Default 64 KiB; range 256 B..64 KiB.
 	SnapshotChunk int
 
 	// Receiver (client) configures the client link's Receiver.
@@ -157,18 +156,18 @@ type LinkConfig struct {
 // Validate reports whether c is usable. Errors wrap ErrInvalidConfig.
 func (c LinkConfig) Validate() error {
 	switch {
-	case c.Budget != 0 && c.Budget < MinLinkBudget:
-		return fmt.Errorf("%w: Budget %d below %d", rollback.ErrInvalidConfig, c.Budget, MinLinkBudget)
-	case c.SlicesPerFlush < 0 || c.SlicesPerFlush > MaxSlicesPerFlush:
-		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", rollback.ErrInvalidConfig, c.SlicesPerFlush, MaxSlicesPerFlush)
-	case c.MaxPendingRecords < 0 || c.MaxPendingRecords > MaxMaxPendingRecords:
-		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, MaxMaxPendingRecords)
+	case c.Budget != 0 && c.Budget < minLinkBudget:
+		return fmt.Errorf("%w: Budget %d below %d", rollback.ErrInvalidConfig, c.Budget, minLinkBudget)
+	case c.SlicesPerFlush < 0 || c.SlicesPerFlush > maxSlicesPerFlush:
+		return fmt.Errorf("%w: SlicesPerFlush %d outside 1..%d", rollback.ErrInvalidConfig, c.SlicesPerFlush, maxSlicesPerFlush)
+	case c.MaxPendingRecords < 0 || c.MaxPendingRecords > maxMaxPendingRecords:
+		return fmt.Errorf("%w: MaxPendingRecords %d outside 1..%d", rollback.ErrInvalidConfig, c.MaxPendingRecords, maxMaxPendingRecords)
 	case c.ChecksumEvery < NoChecksums || c.ChecksumEvery > rollback.MaxChecksumEvery:
 		return fmt.Errorf("%w: ChecksumEvery %d outside -1..%d", rollback.ErrInvalidConfig, c.ChecksumEvery, rollback.MaxChecksumEvery)
 	case c.TickPeriod != 0 && (c.TickPeriod < minTickPeriod || c.TickPeriod > maxTickPeriod):
 		return fmt.Errorf("%w: TickPeriod %v outside %v..%v", rollback.ErrInvalidConfig, c.TickPeriod, minTickPeriod, maxTickPeriod)
-	case c.SnapshotChunk != 0 && (c.SnapshotChunk < MinSnapshotChunk || c.SnapshotChunk > MaxSnapshotChunk):
-		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", rollback.ErrInvalidConfig, c.SnapshotChunk, MinSnapshotChunk, MaxSnapshotChunk)
+	case c.SnapshotChunk != 0 && (c.SnapshotChunk < minSnapshotChunk || c.SnapshotChunk > maxSnapshotChunk):
+		return fmt.Errorf("%w: SnapshotChunk %d outside %d..%d", rollback.ErrInvalidConfig, c.SnapshotChunk, minSnapshotChunk, maxSnapshotChunk)
 	}
 	return c.Receiver.Validate()
 }
@@ -180,16 +179,16 @@ func (c LinkConfig) WithDefaults() LinkConfig {
 		c.Stream = DefaultLinkStream
 	}
 	if c.SlicesPerFlush == 0 {
-		c.SlicesPerFlush = DefaultSlicesPerFlush
+		c.SlicesPerFlush = defaultSlicesPerFlush
 	}
 	if c.MaxPendingRecords == 0 {
-		c.MaxPendingRecords = DefaultMaxPendingRecords
+		c.MaxPendingRecords = defaultMaxPendingRecords
 	}
 	if c.ChecksumEvery == 0 {
 		c.ChecksumEvery = 1
 	}
 	if c.SnapshotChunk == 0 {
-		c.SnapshotChunk = DefaultSnapshotChunk
+		c.SnapshotChunk = defaultSnapshotChunk
 	}
 	if c.TickPeriod == 0 {
 		c.TickPeriod = DefaultTickPeriod
@@ -997,7 +996,7 @@ func NewClientLink[S rollback.State](c *rollback.Client[S], cfg LinkConfig) (*Cl
 // SetSnapshots makes the link install the snapshots the server sends
 // (join and state bursts, whole or in parts, which the link joins in a
 // buffer it keeps for the next one: at most MaxSnapshotParts ×
-// MaxSnapshotChunk bytes, the largest snapshot received) through sink — a
+// maxSnapshotChunk bytes, the largest snapshot received) through sink — a
 // *Snapshotter of the client's store — each followed by InstallSnapshot of
 // its frame; hold the stream while a snapshot the server announced is on
 // its way (the receiver's bound raised to its size); and ask the server
@@ -1269,7 +1268,7 @@ func (l *ClientLink[S]) announce(b []byte) fault {
 	if l.sink == nil {
 		return fault{}
 	}
-	l.recv.ExpectSnapshot(int(min(m.size, MaxSnapshotParts*MaxSnapshotChunk)))
+	l.recv.ExpectSnapshot(int(min(m.size, MaxSnapshotParts*maxSnapshotChunk)))
 	l.recv.AwaitSnapshot(m.frame, l.haveFrame)
 	return fault{}
 }

@@ -441,7 +441,7 @@ func TestFragmentedSliceCreditedWhole(t *testing.T) {
 			})
 		}
 		newest, _ := w.log.Newest()
-		if repl.PendingAckCount(peer) < DefaultMaxPendingRecords {
+		if repl.PendingAckCount(peer) < defaultMaxPendingRecords {
 			pk, out, err := repl.PackForPeer(peer, newest, buf[:0], budget)
 			if err != nil {
 				t.Fatal(err)

@@ -13,13 +13,13 @@ import (
 // compressed snapshot larger than LinkConfig.SnapshotChunk travels as
 // consecutive snapshot-part messages (kind 0x06) on LinkConfig.Stream.
 const (
-	// DefaultSnapshotChunk is LinkConfig.SnapshotChunk when left zero.
-	DefaultSnapshotChunk = 64 << 10
-	// MinSnapshotChunk is the smallest LinkConfig.SnapshotChunk.
-	MinSnapshotChunk = 256
-	// MaxSnapshotChunk is the largest LinkConfig.SnapshotChunk, and the
+	// defaultSnapshotChunk is LinkConfig.SnapshotChunk when left zero.
+	defaultSnapshotChunk = 64 << 10
+	// minSnapshotChunk is the smallest LinkConfig.SnapshotChunk.
+	minSnapshotChunk = 256
+	// maxSnapshotChunk is the largest LinkConfig.SnapshotChunk, and the
 	// most data bytes a snapshot part may carry.
-	MaxSnapshotChunk = 64 << 10
+	maxSnapshotChunk = 64 << 10
 	// MaxSnapshotParts is the most parts one snapshot may be split into:
 	// a larger snapshot is refused with ErrSnapshotTooLarge (64 MiB
 	// compressed at the default chunk).
@@ -43,7 +43,7 @@ type snapshotParts struct {
 // to be sent in parts of chunk bytes (the last may be shorter). Errors:
 // ErrSnapshotTooLarge (wrapped) beyond MaxSnapshotParts parts.
 func (p *snapshotParts) start(body []byte, frame uint32, chunk int) error {
-	if chunk < 1 || chunk > MaxSnapshotChunk {
+	if chunk < 1 || chunk > maxSnapshotChunk {
 		return fmt.Errorf("%w: snapshot chunk %d", rollback.ErrInvalidConfig, chunk)
 	}
 	count := (len(body) + chunk - 1) / chunk
@@ -92,7 +92,7 @@ func (p *snapshotParts) next(ch StreamChannel, out *linkStream) (n int, done boo
 // snapshotAssembler is the client side of a chunked snapshot: it joins
 // snapshot-part messages, which arrive in order on the reliable-ordered
 // stream, into the compressed snapshot. Its buffer is reused and grows to
-// at most MaxSnapshotParts × MaxSnapshotChunk bytes (the largest
+// at most MaxSnapshotParts × maxSnapshotChunk bytes (the largest
 // snapshot the peer sends); nothing else is allocated.
 type snapshotAssembler struct {
 	buf    []byte
@@ -107,7 +107,7 @@ type snapshotAssembler struct {
 // completes the snapshot, complete is true and body is the compressed
 // snapshot, valid until the next add. Errors wrap ErrMalformed: a part
 // that does not parse (header, count 0 or above MaxSnapshotParts, index
-// beyond count, data empty or above MaxSnapshotChunk, a part before the
+// beyond count, data empty or above maxSnapshotChunk, a part before the
 // last shorter than the first or a last one longer), or does not continue
 // the assembly in progress (frame, count, index); the assembly in
 // progress, if any, is dropped (dropped reports it). A first part (index

@@ -154,7 +154,7 @@ func TestSnapshotPartsLargeWorld(t *testing.T) {
 		t.Fatalf("%d-byte message as one: %v", len(msg), err)
 	}
 	dst := emptyLike(t, src)
-	ticks, parts, _ := sendParts(t, transport.Config{}, DefaultSnapshotChunk, msg, dst, 77)
+	ticks, parts, _ := sendParts(t, transport.Config{}, defaultSnapshotChunk, msg, dst, 77)
 	if src.Checksum() != dst.Checksum() {
 		t.Fatal("checksums differ")
 	}
@@ -172,9 +172,9 @@ func TestSnapshotPartsBackPressure(t *testing.T) {
 		tcfg  transport.Config
 		chunk int
 	}{
-		{"least ReliableBytes", transport.Config{ReliableBytes: transport.MaxMessageSizeFor(transport.DefaultMTU) + 8}, DefaultSnapshotChunk},
+		{"least ReliableBytes", transport.Config{ReliableBytes: transport.MaxMessageSizeFor(transport.DefaultMTU) + 8}, defaultSnapshotChunk},
 		{"least ReliableBytes, 16 KiB parts", transport.Config{ReliableBytes: transport.MaxMessageSizeFor(transport.DefaultMTU) + 8}, 16 << 10},
-		{"MTU 576, least ReliableBytes", transport.Config{MTU: 576, ReliableBytes: transport.MaxMessageSizeFor(576) + 8}, DefaultSnapshotChunk},
+		{"MTU 576, least ReliableBytes", transport.Config{MTU: 576, ReliableBytes: transport.MaxMessageSizeFor(576) + 8}, defaultSnapshotChunk},
 	} {
 		dst := emptyLike(t, src)
 		ticks, parts, stalls := sendParts(t, tc.tcfg, tc.chunk, msg, dst, 77)
@@ -329,7 +329,7 @@ func TestServerLinkSnapshotPartsWait(t *testing.T) {
 	// A snapshot beyond MaxSnapshotParts, or a channel that refuses a part
 	// as too large: ErrSnapshotTooLarge from Flush.
 	var p snapshotParts
-	if err := p.start(make([]byte, MaxSnapshotParts*MinSnapshotChunk+1), 1, MinSnapshotChunk); !errors.Is(err, rollback.ErrSnapshotTooLarge) || p.pending() {
+	if err := p.start(make([]byte, MaxSnapshotParts*minSnapshotChunk+1), 1, minSnapshotChunk); !errors.Is(err, rollback.ErrSnapshotTooLarge) || p.pending() {
 		t.Fatalf("%d parts: %v", MaxSnapshotParts+1, err)
 	}
 	l.RequestSnapshot()
@@ -411,7 +411,7 @@ func TestSnapshotAssemblerHostile(t *testing.T) {
 		{"frame changes", [][]byte{ps[0], makePart(f+1, 1, n, d(1))}, true},
 		{"count changes", [][]byte{ps[0], makePart(f, 1, n+1, d(1))}, true},
 		{"empty data", [][]byte{ps[0], makePart(f, 1, n, nil)}, true},
-		{"oversize data", [][]byte{makePart(f, 0, n, make([]byte, MaxSnapshotChunk+1))}, false},
+		{"oversize data", [][]byte{makePart(f, 0, n, make([]byte, maxSnapshotChunk+1))}, false},
 		{"short middle part", [][]byte{ps[0], makePart(f, 1, n, d(1)[:100])}, true},
 		{"long last part", [][]byte{makePart(f, 0, 2, d(0)[:100]), makePart(f, 1, 2, d(1)[:101])}, true},
 		{"duplicate part", [][]byte{ps[0], ps[1], ps[1]}, true},
@@ -528,14 +528,14 @@ func TestLinkConfigSnapshotChunk(t *testing.T) {
 	for _, c := range []struct {
 		chunk int
 		ok    bool
-	}{{0, true}, {MinSnapshotChunk, true}, {4096, true}, {MaxSnapshotChunk, true},
-		{-1, false}, {1, false}, {MinSnapshotChunk - 1, false}, {MaxSnapshotChunk + 1, false}} {
+	}{{0, true}, {minSnapshotChunk, true}, {4096, true}, {maxSnapshotChunk, true},
+		{-1, false}, {1, false}, {minSnapshotChunk - 1, false}, {maxSnapshotChunk + 1, false}} {
 		err := LinkConfig{SnapshotChunk: c.chunk}.Validate()
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, rollback.ErrInvalidConfig)) {
 			t.Fatalf("SnapshotChunk %d: %v", c.chunk, err)
 		}
 	}
-	if got := (LinkConfig{}).WithDefaults().SnapshotChunk; got != DefaultSnapshotChunk {
+	if got := (LinkConfig{}).WithDefaults().SnapshotChunk; got != defaultSnapshotChunk {
 		t.Fatalf("default %d", got)
 	}
 }
@@ -591,7 +591,7 @@ func FuzzSnapshotAssembler(f *testing.F) {
 			if st.Snapshots == base.Snapshots && dst.Checksum() != before {
 				t.Fatal("store changed without an install")
 			}
-			if len(cl.asm.buf) > cl.asm.count*cl.asm.size || len(cl.asm.buf) > MaxSnapshotParts*MaxSnapshotChunk {
+			if len(cl.asm.buf) > cl.asm.count*cl.asm.size || len(cl.asm.buf) > MaxSnapshotParts*maxSnapshotChunk {
 				t.Fatalf("assembly of %d bytes, %d parts of %d", len(cl.asm.buf), cl.asm.count, cl.asm.size)
 			}
 		}
