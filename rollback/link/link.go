@@ -597,11 +597,7 @@ func (l *ServerLink[S]) flushClock(ch StreamChannel) error {
 		dilation: int16(math.Round(max(min(d*10000, math.MaxInt16), math.MinInt16))),
 	}
 	l.msg = m.append(l.msg[:0])
-	if err := l.out.send(ch, l.msg); err != nil {
-		if errors.Is(err, transport.ErrQueueFull) {
-			l.st.QueueFull++
-			return nil
-		}
+	if sent, err := l.out.offer(ch, l.msg, &l.st.QueueFull); !sent {
 		return err
 	}
 	l.clockSent, l.lastClock = true, newest
@@ -636,11 +632,7 @@ func (l *ServerLink[S]) sendStart(ch StreamChannel) error {
 	}
 	m := announceMsg{frame: l.baseline, newest: newest, rewind: uint32(l.srv.Config().MaxRewindFrames)}
 	l.msg = m.append(l.msg[:0])
-	if err := l.out.send(ch, l.msg); err != nil {
-		if errors.Is(err, transport.ErrQueueFull) {
-			l.st.QueueFull++
-			return nil
-		}
+	if sent, err := l.out.offer(ch, l.msg, &l.st.QueueFull); !sent {
 		return err
 	}
 	l.started = true
@@ -668,11 +660,7 @@ func (l *ServerLink[S]) sendSnapshot(ch StreamChannel, ft uint32) error {
 		newest, _ := l.srv.Frame()
 		m := announceMsg{frame: ft, size: uint32(len(out) - 1), newest: newest, rewind: uint32(l.srv.Config().MaxRewindFrames)}
 		l.ann = m.append(l.ann[:0])
-		if err := l.out.send(ch, l.ann); err != nil {
-			if errors.Is(err, transport.ErrQueueFull) {
-				l.st.QueueFull++
-				return nil
-			}
+		if sent, err := l.out.offer(ch, l.ann, &l.st.QueueFull); !sent {
 			return err
 		}
 		l.annSent, l.started = true, true
@@ -814,11 +802,7 @@ func (l *ServerLink[S]) flushChecksum(ch StreamChannel, ft uint32) error {
 		}
 	}
 	l.msg = checksumMsg{frame: ft, sum: sum, own: uint64(own)}.append(l.msg[:0])
-	if err := l.out.send(ch, l.msg); err != nil {
-		if errors.Is(err, transport.ErrQueueFull) {
-			l.st.QueueFull++
-			return nil
-		}
+	if sent, err := l.out.offer(ch, l.msg, &l.st.QueueFull); !sent {
 		return err
 	}
 	l.sumSent, l.lastSum = true, ft
@@ -1388,11 +1372,7 @@ func (l *ClientLink[S]) flush(ch StreamChannel) error {
 			base = refusedBaseline
 		}
 		l.msg = resyncMsg{base}.append(l.msg[:0])
-		if err := l.out.send(ch, l.msg); err != nil {
-			if errors.Is(err, transport.ErrQueueFull) {
-				l.st.QueueFull++
-				return nil
-			}
+		if sent, err := l.out.offer(ch, l.msg, &l.st.QueueFull); !sent {
 			return err
 		}
 		l.asked = true
@@ -1417,11 +1397,7 @@ func (l *ClientLink[S]) sendInputs(ch StreamChannel) error {
 		}
 		if f > l.sent {
 			l.msg = appendInputs(l.msg[:0], f, l.c.Peer(), l.pend[i:j])
-			if err := l.out.send(ch, l.msg); err != nil {
-				if errors.Is(err, transport.ErrQueueFull) {
-					l.st.QueueFull++
-					return nil
-				}
+			if sent, err := l.out.offer(ch, l.msg, &l.st.QueueFull); !sent {
 				return err
 			}
 			l.sent = f

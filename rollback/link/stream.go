@@ -1,9 +1,11 @@
 package link
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tickwire/tickwire/rollback"
+	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -63,6 +65,20 @@ func (s *linkStream) send(ch StreamChannel, p []byte) error {
 	}
 	s.next = id + 1
 	return nil
+}
+
+// offer sends p like send, treating a full window as back-pressure: it
+// counts it in *full and reports sent false with no error, for a later
+// Flush to retry. Any other error is returned.
+func (s *linkStream) offer(ch StreamChannel, p []byte, full *uint64) (sent bool, err error) {
+	if err := s.send(ch, p); err != nil {
+		if errors.Is(err, transport.ErrQueueFull) {
+			*full++
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // takeErr returns the gap not yet reported, if any, and forgets it.
