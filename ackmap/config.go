@@ -77,8 +77,9 @@ type Config struct {
 	MinRTO, MaxRTO time.Duration
 }
 
-// withDefaults returns c with zero fields replaced by defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with.
+func (c Config) WithDefaults() Config {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
@@ -100,7 +101,7 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field out of range, after defaults are
 // applied, as an error wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	switch {
 	case c.MaxInFlight < 1 || c.MaxInFlight > MaxInFlightLimit:
 		return fmt.Errorf("%w: MaxInFlight %d not in [1, %d]", ErrInvalidConfig, c.MaxInFlight, MaxInFlightLimit)

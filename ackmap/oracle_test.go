@@ -60,7 +60,7 @@ type refRecord struct {
 }
 
 func newRefTracker(cfg Config, first wire.Seq) *refTracker {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	span := 1
 	for span < 4*cfg.MaxInFlight && span < 32768 {
 		span *= 2
@@ -635,7 +635,7 @@ func runProperty(t *testing.T, cfg Config, seed uint64, ops int) {
 	if ref.evictByPend == 0 || ref.evictBySpan == 0 {
 		t.Fatalf("evictions: %d by MaxInFlight, %d by span: a bound never exercised", ref.evictByPend, ref.evictBySpan)
 	}
-	if st.SpuriousLosses == 0 || !timeRaised || !decayed || (!raised && cfg.withDefaults().ReorderThreshold < AckWindow) {
+	if st.SpuriousLosses == 0 || !timeRaised || !decayed || (!raised && cfg.WithDefaults().ReorderThreshold < AckWindow) {
 		t.Fatalf("adaptation not exercised: %d spurious, packet threshold raised %v, time threshold raised %v, decayed %v",
 			st.SpuriousLosses, raised, timeRaised, decayed)
 	}

@@ -338,7 +338,7 @@ func NewSendTracker(cfg Config, first wire.Seq) (*SendTracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	span := spanLimitFor(cfg.MaxInFlight)
 	return &SendTracker{
 		cfg:         cfg,

@@ -166,7 +166,7 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	tr, err := ackmap.NewSendTracker(cfg.Ack, first)
 	if err != nil {
 		return nil, err

@@ -145,8 +145,9 @@ type Config struct {
 	MaxMessageSize int
 }
 
-// withDefaults returns c with zero fields replaced by defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with.
+func (c Config) WithDefaults() Config {
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -186,7 +187,7 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field out of range, after defaults are
 // applied, as an error wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}

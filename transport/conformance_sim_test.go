@@ -869,7 +869,7 @@ var (
 // Endpoint run after the handshake over the clean link.
 func newConfSim(sc *confScenario) (*confSim, error) {
 	s := &confSim{sc: sc, cfg: Config{MTU: sc.mtu}, net: simlink.New(sc.seed)}
-	s.cfg = s.cfg.withDefaults()
+	s.cfg = s.cfg.WithDefaults()
 	for i := range s.sides {
 		sd := &confSide{sim: s, idx: i, name: [2]string{"A", "B"}[i], sc: &sc.side[i],
 			cadR: rand.New(rand.NewPCG(sc.seed, 0xCAD0+uint64(i))),

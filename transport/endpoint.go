@@ -177,7 +177,7 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 		h = NopHandler{}
 	}
 	e := &Endpoint{
-		cfg:        cfg.withDefaults(),
+		cfg:        cfg.WithDefaults(),
 		ownChannel: cfg.Channel,
 		role:       r,
 		conn:       conn,

@@ -204,9 +204,10 @@ type EndpointConfig struct {
 	Rand io.Reader
 }
 
-// withDefaults returns c with zero fields replaced by defaults.
-func (c EndpointConfig) withDefaults() EndpointConfig {
-	c.Channel = c.Channel.withDefaults()
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with.
+func (c EndpointConfig) WithDefaults() EndpointConfig {
+	c.Channel = c.Channel.WithDefaults()
 	defInt := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -256,7 +257,7 @@ func (c EndpointConfig) Validate() error {
 	if err := c.Channel.Validate(); err != nil {
 		return fmt.Errorf("Channel: %w", err)
 	}
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
@@ -326,7 +327,7 @@ type sharedLimits struct {
 
 // limitsOf returns the shared limits of c, defaults applied.
 func limitsOf(c Config) sharedLimits {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	return sharedLimits{
 		MTU:              c.MTU,
 		MaxMessageSize:   c.MaxMessageSize,
@@ -431,5 +432,5 @@ func adoptLimits(mine Config, l sharedLimits) (Config, error) {
 		return Config{}, fmt.Errorf("%w: under the server's MTU %d and MaxMessageSize %d: %w",
 			ErrIncompatible, l.MTU, l.MaxMessageSize, err)
 	}
-	return c.withDefaults(), nil
+	return c.WithDefaults(), nil
 }

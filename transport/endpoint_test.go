@@ -663,11 +663,11 @@ func TestEndpointConfigValidate(t *testing.T) {
 	if err := (EndpointConfig{}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d := (EndpointConfig{}).withDefaults()
+	d := (EndpointConfig{}).WithDefaults()
 	if d.MaxPeers != DefaultMaxPeers || d.IdleTimeout != DefaultIdleTimeout || d.Rand == nil || d.ResumeAfter != DefaultResumeAfter {
 		t.Fatalf("defaults: %+v", d)
 	}
-	if d := (EndpointConfig{IdleTimeout: 2 * time.Second}).withDefaults(); d.ResumeAfter != time.Second {
+	if d := (EndpointConfig{IdleTimeout: 2 * time.Second}).WithDefaults(); d.ResumeAfter != time.Second {
 		t.Fatalf("ResumeAfter default with a short IdleTimeout: %v", d.ResumeAfter)
 	}
 	bad := []EndpointConfig{

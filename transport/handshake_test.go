@@ -92,7 +92,7 @@ func TestTokenMinter(t *testing.T) {
 // The rate limiter: a per-source burst then a steady rate, sources
 // independent, a global budget over all, a fixed table.
 func TestRateLimiter(t *testing.T) {
-	cfg := EndpointConfig{HandshakeRate: 10, HandshakeBurst: 3, GlobalHandshakeRate: 100, GlobalHandshakeBurst: 10, Rand: seededRand(3, "rl")}.withDefaults()
+	cfg := EndpointConfig{HandshakeRate: 10, HandshakeBurst: 3, GlobalHandshakeRate: 100, GlobalHandshakeBurst: 10, Rand: seededRand(3, "rl")}.WithDefaults()
 	r, err := newRateLimiter(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,9 @@ type RunConfig struct {
 	Drain time.Duration
 }
 
-func (c RunConfig) withDefaults() RunConfig {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config Run runs with.
+func (c RunConfig) WithDefaults() RunConfig {
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultRunMaxWait
 	}
@@ -63,7 +65,7 @@ func (c RunConfig) withDefaults() RunConfig {
 // Validate reports the first field out of range, after defaults, as an
 // error wrapping ErrInvalidConfig.
 func (c RunConfig) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	switch {
 	case c.Tick != 0 && (c.Tick < 100*time.Microsecond || c.Tick > time.Second):
 		return fmt.Errorf("%w: RunConfig.Tick %v not 0 or in [100µs, 1s]", ErrInvalidConfig, c.Tick)
@@ -103,7 +105,7 @@ func Run(ctx context.Context, e *Endpoint, cfg RunConfig) error {
 		e.Close()
 		return err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if now := e.Now(); now < e.now {
 		e.Close()
 		return fmt.Errorf("%w: the endpoint's Clock reads %v, behind the %v it was last driven with",

@@ -114,8 +114,9 @@ type LinkConfig struct {
 	MTU int
 }
 
-// withDefaults returns c with zero fields replaced by their defaults.
-func (c LinkConfig) withDefaults() LinkConfig {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with.
+func (c LinkConfig) WithDefaults() LinkConfig {
 	if c.BurstLen == 0 {
 		c.BurstLen = 1
 	}
@@ -129,7 +130,7 @@ func (c LinkConfig) withDefaults() LinkConfig {
 // applied, as an error wrapping ErrInvalidConfig and one of ErrNegative,
 // ErrProbability, ErrBurstLen or ErrRange. It allocates only on error.
 func (c LinkConfig) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	bad := func(kind error, format string, args ...any) error {
 		return fmt.Errorf("%w: %w: "+format, append([]any{ErrInvalidConfig, kind}, args...)...)
 	}

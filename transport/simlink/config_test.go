@@ -14,7 +14,7 @@ func TestLinkConfigDefaults(t *testing.T) {
 	if err := zero.Validate(); err != nil {
 		t.Fatalf("zero config: %v", err)
 	}
-	d := zero.withDefaults()
+	d := zero.WithDefaults()
 	if d.MTU != DefaultMTU || d.BurstLen != 1 {
 		t.Fatalf("defaults: MTU %d BurstLen %v, want %d and 1", d.MTU, d.BurstLen, DefaultMTU)
 	}

@@ -68,7 +68,7 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.addr }
 func (c *Conn) MaxDatagramSize() int {
 	c.net.mu.Lock()
 	defer c.net.mu.Unlock()
-	return c.net.def.withDefaults().MTU
+	return c.net.def.WithDefaults().MTU
 }
 
 // Network returns the network the endpoint belongs to.

@@ -182,7 +182,7 @@ func (m *Model) init(cfg LinkConfig, seed uint64) error {
 	m.loss = rand.New(&m.lossSrc)
 	m.delay = rand.New(&m.delaySrc)
 	m.dup = rand.New(&m.dupSrc)
-	m.apply(cfg.withDefaults())
+	m.apply(cfg.WithDefaults())
 	if m.burst {
 		// Start the chain in its stationary distribution, so that short
 		// runs are not biased towards the Good state.
@@ -215,7 +215,7 @@ func (m *Model) SetConfig(cfg LinkConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	m.apply(cfg.withDefaults())
+	m.apply(cfg.WithDefaults())
 	return nil
 }
 

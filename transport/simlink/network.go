@@ -174,7 +174,7 @@ func (n *Network) SetDefaultLink(cfg LinkConfig) error {
 	n.def = cfg
 	for _, l := range n.links {
 		if !l.explicit {
-			l.model.apply(cfg.withDefaults())
+			l.model.apply(cfg.WithDefaults())
 		}
 	}
 	return nil
@@ -190,7 +190,7 @@ func (n *Network) SetLink(src, dst netip.AddrPort, cfg LinkConfig) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l := n.linkFor(unmap(src), unmap(dst))
-	l.model.apply(cfg.withDefaults())
+	l.model.apply(cfg.WithDefaults())
 	l.explicit = true
 	return nil
 }
@@ -211,7 +211,7 @@ func (n *Network) Link(src, dst netip.AddrPort) LinkConfig {
 	if l := n.links[linkKey{unmap(src), unmap(dst)}]; l != nil {
 		return l.model.Config()
 	}
-	return n.def.withDefaults()
+	return n.def.WithDefaults()
 }
 
 // LinkStats returns the counters of the direction src→dst (zero if it never

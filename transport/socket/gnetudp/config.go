@@ -83,9 +83,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// withDefaults returns c with zero fields replaced by defaults. EventLoops
-// is resolved by Open.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with (EventLoops stays zero here: Open
+// resolves it from the CPU count).
+func (c Config) WithDefaults() Config {
 	if c.QueueLen == 0 {
 		c.QueueLen = DefaultQueueLen
 	}

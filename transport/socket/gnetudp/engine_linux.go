@@ -101,7 +101,7 @@ func Open(laddr netip.AddrPort, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if !laddr.IsValid() {
 		return nil, fmt.Errorf("gnetudp: local address %v: %w", laddr, socket.ErrInvalidAddr)
 	}

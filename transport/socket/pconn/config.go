@@ -46,8 +46,9 @@ type Config struct {
 	QueueLen int
 }
 
-// withDefaults returns c with zero fields replaced by defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with.
+func (c Config) WithDefaults() Config {
 	if c.MaxDatagramSize == 0 {
 		c.MaxDatagramSize = DefaultMaxDatagramSize
 	}

@@ -94,7 +94,7 @@ func New(pc net.PacketConn, cfg Config) (*Conn, error) {
 	if pc == nil {
 		return nil, fmt.Errorf("%w: New of a nil net.PacketConn", ErrInvalidConfig)
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	la, ok := addrPort(pc.LocalAddr())
 	if !ok {
 		return nil, fmt.Errorf("pconn: local address %v is not an IP and port: %w", pc.LocalAddr(), socket.ErrInvalidAddr)

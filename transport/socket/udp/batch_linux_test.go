@@ -21,7 +21,7 @@ func openBatchT(t *testing.T, cfg Config) *batchConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := openBatch(uc, cfg.withDefaults())
+	im, err := openBatch(uc, cfg.WithDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,8 +67,9 @@ type Config struct {
 	DisableGRO bool
 }
 
-// withDefaults returns c with zero fields replaced by defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field replaced by its default: the
+// config the constructor runs with.
+func (c Config) WithDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}

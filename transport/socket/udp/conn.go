@@ -95,7 +95,7 @@ func FromConn(uc *net.UDPConn, cfg Config) (*Conn, error) {
 	if err := setBuffers(uc, cfg); err != nil {
 		return nil, err
 	}
-	return wrap(uc, cfg.withDefaults(), openBest)
+	return wrap(uc, cfg.WithDefaults(), openBest)
 }
 
 // open binds a socket to laddr and wraps it with mk, closing it on error.
@@ -107,7 +107,7 @@ func open(laddr netip.AddrPort, cfg Config, mk func(*net.UDPConn, Config) (impl,
 	if err != nil {
 		return nil, err
 	}
-	c, err := wrap(uc, cfg.withDefaults(), mk)
+	c, err := wrap(uc, cfg.WithDefaults(), mk)
 	if err != nil {
 		uc.Close()
 		return nil, err
