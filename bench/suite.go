@@ -92,7 +92,7 @@ func (s Suite) Scenarios() []Scenario {
 	var out []Scenario
 	row := func(profile, t string, link Link) Scenario {
 		return Scenario{
-			Profile: profile, Transport: t, Link: link,
+			Profile: profile, Transport: t, Delivery: DeliveryOf(t, profile), Link: link,
 			Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
 			Duration: s.Duration, Bytes: s.Bytes, Peers: s.Peers,
 			FrameCapacity: s.FrameCapacity, MaxInFlight: s.MaxInFlight,
