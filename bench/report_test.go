@@ -12,7 +12,7 @@ import (
 func sample(transport string, loss, p99 float64, sent, delivered int64) Result {
 	return Result{
 		Transport: transport, Profile: ProfileEcho, Delivery: Reliable,
-		Config: PeerConfig{Name: transport, Settings: map[string]string{"mtu": "1200"}},
+		Config:      PeerConfig{Name: transport, Settings: map[string]string{"mtu": "1200"}},
 		Link:        LinkResult{Loss: loss, DelayMS: 25, JitterMS: 2, Burst: 1, Seed: 1},
 		LatencyKind: RTT, Sent: sent, Delivered: delivered,
 		LatencyMS:    Latency{P50: p99 / 2, P90: p99 * 0.8, P99: p99, P999: p99 * 1.1, Max: p99 * 1.2},

@@ -81,8 +81,8 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var (
 		listen, tname, profile, certOut string
 		mtu                             int
-		duration               time.Duration
-		prof                   profileFlags
+		duration                        time.Duration
+		prof                            profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -164,10 +164,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		connect, tname, profile, jsonOut, certIn string
-		count, size, mtu                 int
-		rate                             float64
-		drain, timeout                   time.Duration
-		prof                             profileFlags
+		count, size, mtu                         int
+		rate                                     float64
+		drain, timeout                           time.Duration
+		prof                                     profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
