@@ -25,7 +25,7 @@ const ProfileEcho = "echo"
 
 // Defaults of Scenario's zero fields.
 const (
-	DefaultCount          = 360 // 6 s at 60 Hz
+	DefaultCount          = 300 // 5 s at 60 Hz: the default suite's 15 echo rows (three peers × five losses) fit its 90 s
 	DefaultRate           = 60  // Hz
 	DefaultSize           = 64  // bytes
 	DefaultMTU            = 1200

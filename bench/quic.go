@@ -142,7 +142,7 @@ func quicBufferReport() string {
 	if n <= 0 {
 		return "obtained: not measured yet in this process"
 	}
-	return fmt.Sprintf("obtained: SO_RCVBUF %d bytes as the kernel reports it (Linux reports twice the usable size)", n)
+	return fmt.Sprintf("obtained: SO_RCVBUF reads %d, i.e. %d usable (Linux reports twice the size set; quic-go compares the reported value with its 7 MiB, so it does not warn when rmem_max gives it 3.5 MiB or more)", n, n/2)
 }
 
 // noteBuffers records udp's receive buffer in quicBufs.
