@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -204,5 +206,97 @@ func TestSuitePlacesPeers(t *testing.T) {
 		if err := s.Validate(); err == nil {
 			t.Errorf("%+v: valid", s)
 		}
+	}
+}
+
+// Every peer's datagrams through the relay stay within --mtu, with
+// messages that fill most of a datagram: tickwire's MTU, kcp's SetMtu and
+// quic's InitialPacketSize (path MTU discovery off) all bound them.
+func TestDatagramsWithinMTU(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		name      string
+		mtu, size int
+	}{
+		{Tickwire, 1200, 1024}, {KCPFast, 1200, 1024}, {QUIC, 1200, 1024}, {QUICStreams, 1200, 1024}, {QUICDatagram, 1200, 1024},
+		{QUIC, 1350, 1024}, {Tickwire, 576, 500}, {KCPFast, 576, 500},
+	} {
+		tr, err := NewTransport(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := tr.listen(listenConfig{addr: netip.MustParseAddrPort("127.0.0.1:0"), mtu: c.mtu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var largest atomic.Int64
+		relay, err := NewRelay(RelayConfig{Target: srv.addr(), Seed: 1, Log: func(d Decision) {
+			if int64(d.Size) > largest.Load() {
+				largest.Store(int64(d.Size))
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got atomic.Int64
+		cli, err := tr.dial(ctx, dialConfig{server: relay.Addr(), mtu: c.mtu, connectTimeout: 5 * time.Second, onEcho: func([]byte) { got.Add(1) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := make([]byte, c.size)
+		for range 20 {
+			if err := cli.Send(msg); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		for deadline := time.Now().Add(5 * time.Second); got.Load() < 20 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cli.Close()
+		srv.close()
+		relay.Close()
+		t.Logf("%s at mtu %d, %d B messages: %d echoes, largest datagram %d B", c.name, c.mtu, c.size, got.Load(), largest.Load())
+		if got.Load() != 20 || largest.Load() > int64(c.mtu) || largest.Load() < int64(c.size) {
+			t.Errorf("%s at mtu %d: %d of 20 echoes, largest datagram %d B", c.name, c.mtu, got.Load(), largest.Load())
+		}
+	}
+}
+
+// Throughput rows show "-" for the latency they do not measure, not
+// 0.00; a row that could not run shows n/a and its reason under the
+// table, with its delivery.
+func TestTableNoLatencyAndNotSupported(t *testing.T) {
+	rs := []Result{
+		{Transport: KCPBulk, Profile: ProfileBulk, Delivery: Reliable, LatencyKind: NoLatency, Sent: 8, Delivered: 8, PayloadBytes: 8192, WireBytes: 8400, ThroughputMBPerS: 100, CPUSeconds: 0.1},
+		{Transport: QUIC, Profile: ProfileEcho, Delivery: Reliable, LatencyKind: RTT, Link: LinkResult{Burst: 1}, NotSupported: "not supported at --mtu 576: QUIC needs 1200-byte datagrams"},
+		{Transport: QUICDatagram, Profile: ProfileEcho, Delivery: Unreliable, LatencyKind: RTT, Link: LinkResult{Burst: 1}, Sent: 10, Delivered: 9, LatencyMS: Latency{P50: 1, P90: 1, P99: 1, P999: 1, Max: 1}},
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, rs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want header, 3 rows, 1 note:\n%s", len(lines), buf.String())
+	}
+	for i, want := range []struct{ cells []string }{
+		{[]string{"bulk", "kcp-bulk", "rel", "-", "100.0 MB/s", "ok"}},
+		{[]string{"echo", "quic", "rel", "n/a"}},
+		{[]string{"echo", "quic-dgram", "unrel", "1.00", "ok"}}, // unreliable: 9 of 10 is not FAILED
+	} {
+		f := strings.Fields(lines[i+1])
+		for _, c := range want.cells {
+			if !strings.Contains(" "+strings.Join(f, " ")+" ", " "+c+" ") {
+				t.Errorf("row %d lacks %q: %s", i, c, lines[i+1])
+			}
+		}
+	}
+	if strings.Contains(lines[1], "0.00") {
+		t.Errorf("bulk row prints a zero latency: %s", lines[1])
+	}
+	if !strings.HasPrefix(lines[4], "n/a: echo quic (0 % loss): not supported at --mtu 576") {
+		t.Errorf("note %q", lines[4])
 	}
 }

@@ -68,7 +68,9 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // CPU seconds per GB, 10^9 bytes, delivered); load rows fill them with
 // the peers and the heap per peer, and the server goroutine's µs per
 // peer-tick; actions rows show the peers and the inputs the server
-// refused; echo rows show "-". A row whose link is unknown (RunClient's)
+// refused; echo rows show "-". Rows without latency (pps, bulk, and rows
+// that could not run: status n/a, their reason listed below the table)
+// show "-" in the latency columns. A row whose link is unknown (RunClient's)
 // shows "-" for loss and delay.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -149,6 +151,10 @@ func tableRow(r Result, rows []Result) []string {
 	}
 	l := r.LatencyMS
 	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	lat := []string{f2(l.P50), f2(l.P90), f2(l.P99), f2(l.P999), f2(l.Max)}
+	if r.LatencyKind == NoLatency || r.NotSupported != "" {
+		lat = []string{"-", "-", "-", "-", "-"} // no latency measured, not 0
+	}
 	tput, per := throughputCells(r)
 	loss, delay := "-", "-" // unknown link (RunClient)
 	if r.Link.Known() {
@@ -157,7 +163,7 @@ func tableRow(r Result, rows []Result) []string {
 	return []string{
 		r.Profile, loss, delay, r.Transport, delivery,
 		strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.Delivered, 10),
-		f2(l.P50), f2(l.P90), f2(l.P99), f2(l.P999), f2(l.Max), ratio, overhead,
+		lat[0], lat[1], lat[2], lat[3], lat[4], ratio, overhead,
 		f2(r.CPUSeconds), strconv.FormatFloat(r.AllocsPerMsg, 'f', 1, 64), tput, per, status,
 	}
 }
