@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -14,27 +15,27 @@ import (
 // 1 s), run in the same process, interleaved — a ratio, not an absolute
 // figure.
 //
-// Robustness: kcp-fast is bound by its 128-packet window and kcp's 10 ms
-// update, kcp-bulk by CPU, so load from other processes lowers kcp-bulk
-// alone (measured here at load average 5–12 on 2 cores: 56–98 MB/s, at
-// 12 CPU s/GB, against 139 MB/s at 7.5 s/GB less loaded; kcp-fast 16–20
-// either way: 3.5–4.8×), and a single row may be starved outright. Each
-// peer therefore runs up to five times, and the ratio is of each peer's
-// best so far — what the configuration can do on this machine, which
-// load only lowers; the test stops once, after at least two attempts,
-// that ratio reaches 5×. Even so it cannot pass on a box whose other
-// processes take most of the CPU, so it is behind a build tag, run with
+// Robustness: kcp-fast is bound by its 128-packet window and kcp's
+// update and ack timing, kcp-bulk by CPU, so load from other processes
+// lowers kcp-bulk most (measured here at load average 4–12 on 2 cores:
+// 56–126 MB/s at 8–12 CPU s/GB, against 139 MB/s at 7.5 s/GB less
+// loaded), while kcp-fast moves between 12 and 29 MB/s with scheduling;
+// one attempt may be starved outright (0.3 MB/s seen once). So each peer
+// runs five times, interleaved, and the ratio is of the medians: one
+// outlier either way does not decide it. Under that load the medians
+// gave 4.3–4.8×, so the test cannot pass on a box whose other processes
+// take most of the CPU; it is behind a build tag, run with
 //
 //	go test -tags ratio -run TestKCPBulkFasterThanKCPFast ./bench
 //
-// on a quiet machine; the race detector slows CPU-bound code several
+// on a quiet machine. The race detector slows CPU-bound code several
 // times over and would measure itself, so the file is not built with
 // -race either.
 func TestKCPBulkFasterThanKCPFast(t *testing.T) {
-	const want, minAttempts, maxAttempts = 5.0, 2, 5
+	const want, attempts = 5.0, 5
 	ctx := context.Background()
-	var bestFast, bestBulk float64
-	for i := range maxAttempts {
+	var fast, bulk []float64
+	for i := range attempts {
 		for _, tr := range []string{KCPFast, KCPBulk} {
 			r, err := Run(ctx, Scenario{Profile: ProfileBulk, Transport: tr, Duration: time.Second, Drain: 3 * time.Second})
 			if err != nil {
@@ -45,18 +46,26 @@ func TestKCPBulkFasterThanKCPFast(t *testing.T) {
 			}
 			t.Logf("attempt %d: %s %.1f MB/s (%d chunks)", i, tr, r.ThroughputMBPerS, r.Delivered)
 			if tr == KCPFast {
-				bestFast = max(bestFast, r.ThroughputMBPerS)
+				fast = append(fast, r.ThroughputMBPerS)
 			} else {
-				bestBulk = max(bestBulk, r.ThroughputMBPerS)
+				bulk = append(bulk, r.ThroughputMBPerS)
 			}
 		}
-		if i+1 >= minAttempts && bestBulk >= want*bestFast {
-			break
-		}
 	}
-	ratio := bestBulk / bestFast
-	t.Logf("best kcp-bulk %.1f MB/s / best kcp-fast %.1f MB/s = %.1f×", bestBulk, bestFast, ratio)
+	mf, mb := median(fast), median(bulk)
+	ratio := mb / mf
+	t.Logf("median kcp-bulk %.1f MB/s / median kcp-fast %.1f MB/s = %.1f×", mb, mf, ratio)
 	if ratio < want {
-		t.Errorf("kcp-bulk's best %.1f MB/s is %.1f× kcp-fast's best %.1f MB/s, want at least %v×", bestBulk, ratio, bestFast, want)
+		t.Errorf("kcp-bulk's median %.1f MB/s is %.1f× kcp-fast's median %.1f MB/s over %d attempts each, want at least %v×", mb, ratio, mf, attempts, want)
 	}
+}
+
+// median returns the median of vs (not empty), which it sorts.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
 }

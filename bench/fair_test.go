@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -298,5 +299,43 @@ func TestTableNoLatencyAndNotSupported(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[4], "n/a: echo quic (0 % loss): not supported at --mtu 576") {
 		t.Errorf("note %q", lines[4])
+	}
+}
+
+// A quic client verifies the server against the certificate it was
+// given: the server's own passes, another self-signed one (same name)
+// fails the handshake, and garbage is refused before dialling.
+func TestQUICVerifiesServer(t *testing.T) {
+	ctx := context.Background()
+	srv, err := Serve(ctx, ServerConfig{Transport: QUIC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	other, err := newCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cert []byte
+		ok   bool
+	}{
+		{"the server's", srv.Certificate(), true},
+		{"another", other.pem, false},
+		{"garbage", []byte("not a certificate"), false},
+	} {
+		r, err := RunClient(ctx, ClientScenario{Addr: srv.Addr(), Transport: QUIC, Count: 5, Rate: 200, ConnectTimeout: 2 * time.Second, ServerCert: c.cert})
+		switch {
+		case c.ok && (err != nil || r.Failed()):
+			t.Errorf("%s certificate: %v, delivered %d of %d", c.name, err, r.Delivered, r.Sent)
+		case !c.ok && err == nil:
+			t.Errorf("%s certificate: connected", c.name)
+		case !c.ok:
+			t.Logf("%s certificate: %v", c.name, err)
+		}
+	}
+	if _, err := RunClient(ctx, ClientScenario{Addr: srv.Addr(), Transport: QUIC}); !errors.Is(err, ErrCertificate) {
+		t.Errorf("no certificate: %v, want ErrCertificate", err)
 	}
 }

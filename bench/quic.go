@@ -165,43 +165,43 @@ var (
 )
 
 // benchCertificate returns the process's certificate, generated at the
-// first call: ECDSA P-256, self-signed, for quicServerName, valid from an
-// hour ago for a week.
+// first call (newCertificate).
 func benchCertificate() (*quicCertificate, error) {
-	quicCertOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			quicCertErr = err
-			return
-		}
-		serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-		if err != nil {
-			quicCertErr = err
-			return
-		}
-		now := time.Now()
-		tmpl := &x509.Certificate{
-			SerialNumber:          serial,
-			Subject:               pkix.Name{CommonName: quicServerName},
-			DNSNames:              []string{quicServerName},
-			NotBefore:             now.Add(-time.Hour),
-			NotAfter:              now.Add(7 * 24 * time.Hour),
-			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			BasicConstraintsValid: true,
-			IsCA:                  true,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			quicCertErr = err
-			return
-		}
-		quicCert = &quicCertificate{
-			cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-			pem:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		}
-	})
+	quicCertOnce.Do(func() { quicCert, quicCertErr = newCertificate() })
 	return quicCert, quicCertErr
+}
+
+// newCertificate generates a certificate: ECDSA P-256, self-signed, for
+// quicServerName, valid from an hour ago for a week.
+func newCertificate() (*quicCertificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: quicServerName},
+		DNSNames:              []string{quicServerName},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(7 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	return &quicCertificate{
+		cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		pem:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+	}, nil
 }
 
 // quicServerTLS is the servers' TLS configuration: the process's
