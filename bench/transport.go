@@ -146,8 +146,10 @@ type dialConfig struct {
 	server      netip.AddrPort
 	mtu         int // largest datagram sent (UDP payload)
 	maxInFlight int // as listenConfig.maxInFlight
-	// onEcho receives every message echoed back, on one goroutine of the
-	// client's; p is valid only during the call.
+	// onEcho receives every message echoed back, one call at a time (on
+	// one goroutine of the client's; quic-streams, which reads each echo
+	// on its stream's goroutine, serialises the calls with a mutex); p is
+	// valid only during the call.
 	onEcho func(p []byte)
 	// connectTimeout bounds dial's wait for the session.
 	connectTimeout time.Duration
