@@ -14,7 +14,7 @@ type ClientScenario struct {
 	// Addr is where the client sends: the Server's address, or a Relay's
 	// in front of it (required).
 	Addr      netip.AddrPort
-	Transport string  // Tickwire (the default), KCP or KCPDefault: the server's
+	Transport string  // Tickwire (the default), KCPFast, KCPDefault or a quic peer: the server's
 	Count     int     // messages sent
 	Rate      float64 // messages per second
 	Size      int     // message bytes, [MinSize, MaxSize]
@@ -27,6 +27,10 @@ type ClientScenario struct {
 	// (tickwire: the handshake; kcp: a probe message echoed back).
 	// Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// ServerCert is the quic server's certificate, PEM
+	// (Server.Certificate), which the client verifies the server against
+	// (required for a quic transport; ignored by the others).
+	ServerCert []byte
 }
 
 // scenario returns the Scenario form of s, defaults applied.
@@ -48,6 +52,8 @@ func (s ClientScenario) Validate() error {
 		return fmt.Errorf("%w: address %v: want an address and a port", ErrScenario, s.Addr)
 	case s.ConnectTimeout < 0:
 		return fmt.Errorf("%w: connect timeout %v negative", ErrScenario, s.ConnectTimeout)
+	case peers[s.Transport].family == "quic" && len(s.ServerCert) == 0:
+		return fmt.Errorf("%w: transport %q needs the server's certificate to verify it against", ErrCertificate, s.Transport)
 	}
 	return s.scenario().Validate()
 }
@@ -70,7 +76,8 @@ func (s ClientScenario) Validate() error {
 //     closing frames included. Tickwire: the socket's own counters.
 //     Kcp: kcp-go's process-wide counters (kcp.DefaultSnmp InBytes +
 //     OutBytes) since the client was dialled, which are the client's
-//     alone in a process that runs no other kcp session. Run, by contrast,
+//     alone in a process that runs no other kcp session. Quic: quic-go's
+//     ConnectionStats BytesSent + BytesReceived. Run, by contrast,
 //     counts what both ends sent into the relay, so the two differ by what
 //     the link lost or duplicated on the way to the client.
 //   - CPUSeconds, AllocsPerMsg and PeakRSSBytes are the client process's
@@ -93,8 +100,13 @@ func RunClient(ctx context.Context, s ClientScenario) (Result, error) {
 	t, _ := NewTransport(sc.Transport)
 	res := Result{Transport: t.Name(), Profile: ProfileEcho, LatencyKind: RTT}
 	open := func(onEcho func([]byte)) (clientHalf, error) {
-		return t.dial(ctx, dialConfig{server: s.Addr, mtu: sc.MTU, onEcho: onEcho, connectTimeout: timeout, remote: true})
+		return t.dial(ctx, dialConfig{server: s.Addr, mtu: sc.MTU, onEcho: onEcho, connectTimeout: timeout, remote: true, serverCert: s.ServerCert})
 	}
 	wire := func(c clientHalf) int64 { return c.wireBytes() }
+	if err := unsupported(sc); err != nil {
+		return Result{}, err
+	}
+	res.Delivery, res.Config = sc.Delivery, peerConfig(sc)
+	res.Config.Settings["path"] = "across processes: whatever sits between this client and the server"
 	return echoRow(ctx, sc, res, open, wire)
 }

@@ -1,5 +1,5 @@
-// Package bench measures tickwire against kcp-go on the same impaired link
-// and the same traffic, on one machine.
+// Package bench measures tickwire against kcp-go and quic-go on the same
+// impaired link and the same traffic, on one machine.
 //
 // # Pieces
 //
@@ -10,7 +10,11 @@
 // jitter and duplication. Delayed datagrams wait in a heap and are released
 // by one goroutine per direction.
 //
-// [Transport] is one implementation ("tickwire", "kcp", "kcp-default") as
+// [Transport] is one peer — a named configuration of one implementation:
+// "tickwire"; kcp-go as "kcp-fast" (its latency setup, for echo and
+// actions), "kcp-bulk" (its throughput setup, for pps and bulk) and
+// "kcp-default"; quic-go as "quic" (one stream), "quic-streams" (a stream
+// per message) and "quic-dgram" (RFC 9221 datagrams, unreliable) — as
 // two halves: a server that echoes every reliable message back, and a
 // client that sends them and receives the echoes. [Run] puts both halves in
 // one process with a Relay between them; [Serve] and [RunClient] run one
@@ -27,7 +31,8 @@
 //   - [ProfilePPS]: small unreliable messages one way, as fast as the
 //     transport takes them, for a fixed time; messages and datagrams per
 //     second. [Raw] (plain UDP, one system call per datagram) is its floor;
-//     kcp, which has no unreliable mode, carries reliable messages.
+//     tickwire runs it unreliable and reliable; kcp, which has no
+//     unreliable mode, carries reliable messages.
 //   - [ProfileBulk]: a one-way reliable-ordered transfer in [BulkChunk]
 //     messages, each checked for order and CRC-32C; MB/s.
 //   - [ProfileLoad] (not in the default suite): many tickwire clients in

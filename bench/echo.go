@@ -25,7 +25,7 @@ const ProfileEcho = "echo"
 
 // Defaults of Scenario's zero fields.
 const (
-	DefaultCount          = 360 // 6 s at 60 Hz
+	DefaultCount          = 300 // 5 s at 60 Hz: the default suite's 15 echo rows (three peers × five losses) fit its 90 s
 	DefaultRate           = 60  // Hz
 	DefaultSize           = 64  // bytes
 	DefaultMTU            = 1200
@@ -86,7 +86,12 @@ type Scenario struct {
 	// ProfileLoad or ProfileActions.
 	Profile   string
 	Transport string // one of Transports
-	Link      Link
+	// Delivery is Reliable or Unreliable ("": DeliveryOf the transport
+	// and profile). Only tickwire's pps row runs either way (its
+	// reliable row sends on a reliable-ordered stream); every other row
+	// runs its default.
+	Delivery string
+	Link     Link
 	// Count is the messages sent (actions: the inputs each client
 	// generates, one per frame).
 	Count int
@@ -118,19 +123,25 @@ type Scenario struct {
 	// how late an input may arrive and still be applied: see
 	// ProfileActions.
 	FrameCapacity int
-	// MaxInFlight bounds the datagrams in flight on each connection (echo
-	// and actions only; 0: the transport's default; range [0,
+	// MaxInFlight bounds the datagrams in flight on each connection
+	// (echo, actions, pps and bulk; 0: the transport's default; range [0,
 	// ackmap.MaxInFlightLimit]). Tickwire: every channel's
 	// transport.Config.Ack.MaxInFlight, the span of unacked datagram seqs
-	// (default 64; a send beyond it gives up the oldest as lost). kcp and
-	// kcp-default: every session's send and receive window, in packets
-	// (default KCPWindow; a full send window blocks Write).
+	// (default 64; a send beyond it gives up the oldest as lost). kcp:
+	// every session's send and receive window, in packets (default
+	// KCPWindow, kcp-bulk KCPBulkWindow; a full send window blocks
+	// Write). quic and raw have no such knob and ignore it (quic-go's
+	// congestion controller and flow-control windows bound what is in
+	// flight).
 	MaxInFlight int
 }
 
 func (s Scenario) withDefaults() Scenario {
 	if s.Profile == "" {
 		s.Profile = ProfileEcho
+	}
+	if s.Delivery == "" {
+		s.Delivery = DeliveryOf(s.Transport, s.Profile)
 	}
 	if s.Count == 0 {
 		s.Count = DefaultCount
@@ -208,6 +219,12 @@ func (s Scenario) Validate() error {
 	if _, err := NewTransport(s.Transport); err != nil {
 		return err
 	}
+	switch {
+	case !Runs(s.Transport, s.Profile):
+		return bad("transport %q does not run the %q profile (it runs %v)", s.Transport, s.Profile, peers[s.Transport].runs)
+	case s.Delivery != DeliveryOf(s.Transport, s.Profile) && (s.Transport != Tickwire || s.Profile != ProfilePPS || s.Delivery != Reliable):
+		return bad("delivery %q for %s %s (it runs %q; only tickwire's pps runs both)", s.Delivery, s.Transport, s.Profile, DeliveryOf(s.Transport, s.Profile))
+	}
 	if err := s.Link.config().Validate(); err != nil {
 		return fmt.Errorf("%w: link: %w", ErrScenario, err)
 	}
@@ -231,6 +248,21 @@ func Run(ctx context.Context, s Scenario) (Result, error) {
 		return Result{}, err
 	}
 	s = s.withDefaults()
+	if err := unsupported(s); err != nil {
+		kind := RTT
+		if s.Profile == ProfilePPS || s.Profile == ProfileBulk {
+			kind = NoLatency
+		}
+		return Result{Transport: s.Transport, Profile: s.Profile, Delivery: s.Delivery, Config: peerConfig(s),
+			NotSupported: err.Error(), Link: s.Link.result(), LatencyKind: kind, LatencyCDF: []CDFPoint{}}, nil
+	}
+	res, err := run(ctx, s)
+	res.Delivery, res.Config = s.Delivery, peerConfig(s)
+	return res, err
+}
+
+// run is Run past validation, for a row that can run.
+func run(ctx context.Context, s Scenario) (Result, error) {
 	switch s.Profile {
 	case ProfileLoad:
 		return runLoad(ctx, s)
@@ -291,7 +323,10 @@ func echoRow(ctx context.Context, s Scenario, res Result,
 	if err != nil {
 		return res, err
 	}
-	sent := e.send(ctx, c, s.Count, s.Rate)
+	sent, sendErr := e.send(ctx, c, s.Count, s.Rate)
+	if errors.Is(sendErr, ErrNotSupported) {
+		res.NotSupported = sendErr.Error()
+	}
 	e.wait(ctx, sent, s.Drain)
 	c.Close()
 	wire := closeRest(c)
@@ -348,8 +383,9 @@ func fill(b []byte, seq uint64, at time.Duration) {
 }
 
 // send sends count messages at rate on an absolute schedule, and returns
-// how many it sent (fewer if ctx ends or the client refuses one).
-func (e *echoRecorder) send(ctx context.Context, p clientHalf, count int, rate float64) int {
+// how many it sent (fewer if ctx ends or the client refuses one) and the
+// client's refusal, if any.
+func (e *echoRecorder) send(ctx context.Context, p clientHalf, count int, rate float64) (int, error) {
 	period := time.Duration(float64(time.Second) / rate)
 	t0 := time.Since(e.start)
 	timer := time.NewTimer(time.Hour) // one timer: the profile allocates nothing per message
@@ -359,18 +395,18 @@ func (e *echoRecorder) send(ctx context.Context, p clientHalf, count int, rate f
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
-				return i
+				return i, nil
 			case <-timer.C:
 			}
 		} else if ctx.Err() != nil {
-			return i
+			return i, nil
 		}
 		fill(e.buf, uint64(i), time.Since(e.start))
 		if err := p.Send(e.buf); err != nil {
-			return i + 1 // counted as sent: it will not come back
+			return i + 1, err // counted as sent: it will not come back
 		}
 	}
-	return count
+	return count, nil
 }
 
 // wait returns once sent echoes arrived, ctx ended or drain passed.

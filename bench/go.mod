@@ -4,6 +4,7 @@ go 1.26.2
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/quic-go/quic-go v0.65.0
 	github.com/tickwire/tickwire v0.0.0-00010101000000-000000000000
 	github.com/xtaci/kcp-go/v5 v5.7.5
 	gonum.org/v1/plot v0.17.0

@@ -13,8 +13,17 @@ import (
 	kcp "github.com/xtaci/kcp-go/v5"
 )
 
-// KCPWindow is the send and receive window (packets) of both kcp modes.
+// KCPWindow is the send and receive window (packets) of kcp-fast and
+// kcp-default.
 const KCPWindow = 128
+
+// KCPBulkWindow is the send and receive window (packets) of kcp-bulk, as
+// in kcp-go's own throughput tests.
+const KCPBulkWindow = 1024
+
+// kcpOverhead is the kcp segment header (IKCP_OVERHEAD): the MSS of a
+// session without FEC or encryption is its MTU minus this.
+const kcpOverhead = 24
 
 // kcpIdleTimeout is how long a kcp server session may echo nothing before
 // the server closes it: kcp has no close handshake, so a client that went
@@ -29,27 +38,72 @@ const kcpIdleTimeout = 30 * time.Second
 // there. Its length is below MinSize, so it is no echo profile message.
 var kcpProbe = []byte("tickwire probe")
 
-// kcpTransport runs kcp-go in one NoDelay mode.
+// kcpTransport runs kcp-go in one configuration.
 type kcpTransport struct {
-	name    string
-	nodelay [4]int // nodelay, interval ms, resend, nc
+	name       string
+	nodelay    [4]int // nodelay, interval ms, resend, nc
+	window     int    // send and receive window, packets
+	stream     bool   // stream mode: writes merged into MSS-sized segments
+	writeDelay bool   // SetWriteDelay: flush at the next update, not per Write
 }
 
 func (t kcpTransport) Name() string { return t.name }
 
-// configure applies the mode to one session (client or server): the
-// NoDelay mode, send and receive windows of window packets (0: KCPWindow)
-// and the MTU.
+// configure applies the configuration to one session (client or server):
+// the NoDelay mode, send and receive windows of window packets (0: the
+// configuration's), stream mode, write delay and the MTU.
 func (t kcpTransport) configure(s *kcp.UDPSession, mtu, window int) error {
 	if window == 0 {
-		window = KCPWindow
+		window = t.window
 	}
 	s.SetNoDelay(t.nodelay[0], t.nodelay[1], t.nodelay[2], t.nodelay[3])
 	s.SetWindowSize(window, window)
+	// kcp-go marks SetStreamMode "Deprecated: toggles the stream mode
+	// on/off" without naming a replacement; it is the only way to stream
+	// mode, and kcp-go's own throughput tests call it.
+	//lint:ignore SA1019 no replacement exists (see above)
+	s.SetStreamMode(t.stream)
+	s.SetWriteDelay(t.writeDelay)
 	if !s.SetMtu(mtu) {
 		return fmt.Errorf("bench: kcp refuses MTU %d", mtu)
 	}
 	return nil
+}
+
+// fits returns nil if a message of size bytes reaches the other end as
+// one message at mtu, or an error wrapping ErrNotSupported: in message
+// mode kcp-go's Write splits anything above the MSS (mtu minus the
+// 24-byte segment header) into separate messages (sess.go,
+// writeBuffersLocked), so the receiver could not tell where a larger
+// message ends. Stream mode carries any size (the bench frames it).
+func (t kcpTransport) fits(size, mtu int) error {
+	if mss := mtu - kcpOverhead; !t.stream && size > mss {
+		return fmt.Errorf("%w at --mtu %d: %s is in message mode, and kcp-go's Write splits a %d B message above its %d B MSS into separate messages", ErrNotSupported, mtu, t.name, size, mss)
+	}
+	return nil
+}
+
+// settings returns the configuration as Result.Config settings, with the
+// window a row used (0: the configuration's) and its MTU.
+func (t kcpTransport) settings(mtu, window int) map[string]string {
+	if window == 0 {
+		window = t.window
+	}
+	mode := "message"
+	if t.stream {
+		mode = "stream"
+	}
+	return map[string]string{
+		"implementation": "github.com/xtaci/kcp-go/v5 " + kcpVersion,
+		"nodelay":        fmt.Sprintf("NoDelay(%d, %d, %d, %d)", t.nodelay[0], t.nodelay[1], t.nodelay[2], t.nodelay[3]),
+		"window":         fmt.Sprintf("%d/%d packets (send/receive)", window, window),
+		"mode":           mode,
+		"write_delay":    fmt.Sprint(t.writeDelay),
+		"mtu":            fmt.Sprintf("%d (SetMtu; MSS %d)", mtu, mtu-kcpOverhead),
+		"fec":            "none (dataShards 0, parityShards 0)",
+		"crypt":          "none",
+		"ack_nodelay":    "false (kcp-go default)",
+	}
 }
 
 // kcpServer is the server half: a kcp-go listener, one echoing goroutine

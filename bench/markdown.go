@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -112,7 +113,7 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 		align := make([]string, len(tableHeader))
 		for i, h := range tableHeader {
 			align[i] = "---:"
-			if h == "profile" || h == "transport" || h == "status" {
+			if h == "profile" || h == "transport" || h == "delivery" || h == "status" {
 				align[i] = ":---"
 			}
 		}
@@ -133,6 +134,18 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 			}
 		}
 		p("\n")
+		var notes []string
+		for _, r := range rows {
+			if r.Profile == prof {
+				notes = append(notes, notSupportedNotes([]Result{r})...)
+			}
+		}
+		for _, n := range notes {
+			p("- %s\n", n)
+		}
+		if len(notes) > 0 {
+			p("\n")
+		}
 		if failed > 0 {
 			p("**FAILED:** %d row(s) delivered a different number of messages than they sent.\n\n", failed)
 		}
@@ -142,6 +155,7 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 		}
 		link(ThroughputChartName(prof), "throughput, "+prof)
 	}
+	writePeerSettings(&bw, rows)
 	var rest []string
 	for _, c := range info.Charts {
 		if !linked[c] {
@@ -156,6 +170,34 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 	}
 	_, err := w.Write(append(bytes.TrimRight(bw.Bytes(), "\n"), '\n'))
 	return err
+}
+
+// writePeerSettings writes a "Peer settings" section: every distinct
+// configuration among rows (transport, profile, settings), one list item
+// each, its settings sorted by name.
+func writePeerSettings(w *bytes.Buffer, rows []Result) {
+	seen := map[string]bool{}
+	var items []string
+	for _, r := range rows {
+		keys := slices.Sorted(maps.Keys(r.Config.Settings))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + " = " + r.Config.Settings[k]
+		}
+		item := fmt.Sprintf("- **%s**, %s: %s", r.Transport, r.Profile, strings.Join(parts, "; "))
+		if !seen[item] {
+			seen[item] = true
+			items = append(items, item)
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Peer settings\n\n")
+	for _, it := range items {
+		fmt.Fprintln(w, it)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeMarkdownRow writes one table row, escaping the cells' pipes.

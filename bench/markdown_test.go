@@ -36,7 +36,7 @@ func TestWriteMarkdown(t *testing.T) {
 	for _, s := range []string{
 		"# tickwire bench\n",
 		"```\ntickwire bench --quick --out x\n```",
-		"**Settings:** profiles echo, bulk · transports tickwire, kcp · MTU 1200 · echo: 30 messages × 64 B at 60 Hz, link 25 ms ± 2 ms one way, loss 0/10 %, dup 0 %, burst 1, seed 1 · bulk: 32 MiB within 300ms, direct\n",
+		"**Settings:** profiles echo, bulk · transports tickwire, kcp-fast, kcp-bulk, quic · MTU 1200 · echo: 30 messages × 64 B at 60 Hz, link 25 ms ± 2 ms one way, loss 0/10 %, dup 0 %, burst 1, seed 1 · bulk: 32 MiB within 300ms, direct\n",
 		"**Machine:** linux/amd64, 2 CPUs (Test CPU @ 1 GHz), go1.26.8\n",
 		"\n\n## echo\n\n", "\n\n## bulk\n\n",
 		"**FAILED:** 1 row(s)",
@@ -94,10 +94,10 @@ func TestWriteMarkdown(t *testing.T) {
 		line int
 		want map[int]string // column → cell
 	}{
-		{2, map[int]string{0: "echo", 1: "0", 3: "tickwire", 8: "30.00", 11: "0.50x", 17: "ok"}},
-		{3, map[int]string{3: "kcp", 8: "60.00", 11: "-", 17: "ok"}},
-		{4, map[int]string{1: "10", 3: "tickwire", 5: "9", 11: "0.40x", 17: "**FAILED**"}},
-		{5, map[int]string{3: "kcp", 8: "100.00", 17: "ok"}},
+		{2, map[int]string{0: "echo", 1: "0", 3: "tickwire", 4: "rel", 9: "30.00", 12: "0.50x", 18: "ok"}},
+		{3, map[int]string{3: "kcp-fast", 9: "60.00", 12: "-", 18: "ok"}},
+		{4, map[int]string{1: "10", 3: "tickwire", 6: "9", 12: "0.40x", 18: "**FAILED**"}},
+		{5, map[int]string{3: "kcp-fast", 9: "100.00", 18: "ok"}},
 	}
 	for _, c := range checks {
 		got := cells(echo[c.line])
@@ -107,10 +107,10 @@ func TestWriteMarkdown(t *testing.T) {
 			}
 		}
 	}
-	if got := cells(tables[1][2]); got[3] != "tickwire" || got[15] != "12.5 MB/s" {
+	if got := cells(tables[1][2]); got[3] != "tickwire" || got[16] != "12.5 MB/s" {
 		t.Errorf("bulk row %q", got)
 	}
-	if a := cells(echo[1]); a[0] != ":---" || a[4] != "---:" {
+	if a := cells(echo[1]); a[0] != ":---" || a[4] != ":---" || a[5] != "---:" {
 		t.Errorf("alignment row %q", a)
 	}
 

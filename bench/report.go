@@ -36,11 +36,11 @@ func Group(rs []Result) []Result {
 }
 
 // P99Ratio returns tickwire's p99 divided by the p99 of the baseline
-// transport (kcp, else kcp-default) among rows of the same profile and
+// transport (kcp-fast, else kcp-default) among rows of the same profile and
 // link as r, and whether both exist with a non-zero baseline.
 func P99Ratio(r Result, rs []Result) (float64, bool) {
 	var tw, base *Result
-	for _, name := range []string{KCPDefault, KCP} { // KCP wins when both ran
+	for _, name := range []string{KCPDefault, KCPFast} { // KCPFast wins when both ran
 		for i := range rs {
 			o := &rs[i]
 			if o.Profile == r.Profile && o.Link == r.Link {
@@ -68,7 +68,9 @@ func P99Ratio(r Result, rs []Result) (float64, bool) {
 // CPU seconds per GB, 10^9 bytes, delivered); load rows fill them with
 // the peers and the heap per peer, and the server goroutine's µs per
 // peer-tick; actions rows show the peers and the inputs the server
-// refused; echo rows show "-". A row whose link is unknown (RunClient's)
+// refused; echo rows show "-". Rows without latency (pps, bulk, and rows
+// that could not run: status n/a, their reason listed below the table)
+// show "-" in the latency columns. A row whose link is unknown (RunClient's)
 // shows "-" for loss and delay.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -84,13 +86,41 @@ func WriteTable(w io.Writer, rs []Result) error {
 	for _, r := range rows {
 		line(tableRow(r, rows))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notSupportedNotes(rows) {
+		if _, err := fmt.Fprintln(w, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notSupportedNotes returns one line per row of rows that could not run
+// at its settings, saying why.
+func notSupportedNotes(rows []Result) []string {
+	var out []string
+	for _, r := range rows {
+		if r.NotSupported != "" {
+			out = append(out, fmt.Sprintf("n/a: %s %s (%s): %s", r.Profile, r.Transport, linkCell(r), r.NotSupported))
+		}
+	}
+	return out
+}
+
+// linkCell describes r's link in a few characters.
+func linkCell(r Result) string {
+	if !r.Link.Known() {
+		return "link unknown"
+	}
+	return num(r.Link.Loss) + " % loss"
 }
 
 // tableHeader names the columns of WriteTable and WriteMarkdown; status
 // is the last.
 var tableHeader = []string{
-	"profile", "loss%", "delay±jit ms", "transport", "sent", "delivered",
+	"profile", "loss%", "delay±jit ms", "transport", "delivery", "sent", "delivered",
 	"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "p99 tw/kcp", "wire/payload",
 	"cpu s", "allocs/msg", "throughput", "cpu per", "status",
 }
@@ -109,20 +139,31 @@ func tableRow(r Result, rows []Result) []string {
 		overhead = strconv.FormatFloat(float64(r.WireBytes)/float64(r.PayloadBytes), 'f', 2, 64)
 	}
 	status := "ok"
-	if r.Failed() {
+	switch {
+	case r.NotSupported != "":
+		status = "n/a"
+	case r.Failed():
 		status = "FAILED"
+	}
+	delivery := "rel"
+	if !r.Reliable() {
+		delivery = "unrel"
 	}
 	l := r.LatencyMS
 	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	lat := []string{f2(l.P50), f2(l.P90), f2(l.P99), f2(l.P999), f2(l.Max)}
+	if r.LatencyKind == NoLatency || r.NotSupported != "" {
+		lat = []string{"-", "-", "-", "-", "-"} // no latency measured, not 0
+	}
 	tput, per := throughputCells(r)
 	loss, delay := "-", "-" // unknown link (RunClient)
 	if r.Link.Known() {
 		loss, delay = num(r.Link.Loss), num(r.Link.DelayMS)+"±"+num(r.Link.JitterMS)
 	}
 	return []string{
-		r.Profile, loss, delay, r.Transport,
+		r.Profile, loss, delay, r.Transport, delivery,
 		strconv.FormatInt(r.Sent, 10), strconv.FormatInt(r.Delivered, 10),
-		f2(l.P50), f2(l.P90), f2(l.P99), f2(l.P999), f2(l.Max), ratio, overhead,
+		lat[0], lat[1], lat[2], lat[3], lat[4], ratio, overhead,
 		f2(r.CPUSeconds), strconv.FormatFloat(r.AllocsPerMsg, 'f', 1, 64), tput, per, status,
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 func sample(transport string, loss, p99 float64, sent, delivered int64) Result {
 	return Result{
-		Transport: transport, Profile: ProfileEcho,
+		Transport: transport, Profile: ProfileEcho, Delivery: Reliable,
+		Config:      PeerConfig{Name: transport, Settings: map[string]string{"mtu": "1200"}},
 		Link:        LinkResult{Loss: loss, DelayMS: 25, JitterMS: 2, Burst: 1, Seed: 1},
 		LatencyKind: RTT, Sent: sent, Delivered: delivered,
 		LatencyMS:    Latency{P50: p99 / 2, P90: p99 * 0.8, P99: p99, P999: p99 * 1.1, Max: p99 * 1.2},
@@ -42,7 +43,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		slices.Sort(k)
 		return k
 	}
-	want := []string{"allocs_per_msg", "cpu_seconds", "delivered", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "payload_bytes", "peak_rss_bytes", "peers", "profile", "refused", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
+	want := []string{"allocs_per_msg", "config", "cpu_seconds", "delivered", "delivery", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "not_supported", "payload_bytes", "peak_rss_bytes", "peers", "profile", "refused", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
 	if got := keys(rows[0]); !slices.Equal(got, want) {
 		t.Errorf("row keys %v, want %v", got, want)
 	}
@@ -94,7 +95,7 @@ func TestGroup(t *testing.T) {
 	for _, r := range Group(in) {
 		got = append(got, r.Transport+"@"+num(r.Link.Loss))
 	}
-	want := []string{"tickwire@0", "kcp@0", "kcp-default@0", "tickwire@10", "kcp@10"}
+	want := []string{"tickwire@0", "kcp-fast@0", "kcp-default@0", "tickwire@10", "kcp-fast@10"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Group: %v, want %v", got, want)
 	}
@@ -126,9 +127,9 @@ func TestWriteTable(t *testing.T) {
 		has  []string
 	}{
 		{1, []string{"tickwire", "30.00", "0.50x", "2.50", " ok"}},
-		{2, []string{"kcp", "60.00", " ok"}},
+		{2, []string{"kcp-fast", "60.00", " ok"}},
 		{3, []string{"tickwire", "40.00", "0.40x", "FAILED"}},
-		{4, []string{"kcp", "100.00", " ok"}},
+		{4, []string{"kcp-fast", "100.00", " ok"}},
 		{5, []string{"tickwire", "20", " - ", " ok"}},
 	}
 	for _, c := range checks {

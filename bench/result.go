@@ -20,6 +20,19 @@ const (
 type Result struct {
 	Transport string `json:"transport"`
 	Profile   string `json:"profile"`
+	// Delivery is Reliable or Unreliable: what the row's transport
+	// promised for its messages (see DeliveryOf). A reliable row that
+	// delivered a different number than it sent Failed.
+	Delivery string `json:"delivery"`
+	// Config is the peer configuration the row ran: the transport name
+	// and every setting of the implementation that the bench chose or
+	// that differs between peers (windows, modes, MTU, flow control,
+	// socket buffers), as human-readable strings.
+	Config PeerConfig `json:"config"`
+	// NotSupported, when not empty, says why the row could not run at
+	// its settings (kcp-fast with a message above its MSS, quic below
+	// 1200-byte datagrams): its counters are zero and it is not Failed.
+	NotSupported string `json:"not_supported"`
 	// Link is the impairment of each direction; zero (unknown) for a
 	// RunClient row.
 	Link LinkResult `json:"link"`
@@ -122,9 +135,22 @@ type CDFPoint struct {
 	MS         float64 `json:"ms"` // µs resolution
 }
 
-// Reliable reports whether the row's profile promises delivery of every
-// message (echo, bulk, load and actions do; pps does not).
+// PeerConfig is a row's peer configuration.
+type PeerConfig struct {
+	// Name is the transport name (Result.Transport).
+	Name string `json:"name"`
+	// Settings maps each setting to its value (encoding/json writes the
+	// keys sorted).
+	Settings map[string]string `json:"settings"`
+}
+
+// Reliable reports whether the row promises delivery of every message:
+// its Delivery, or for a row without one (a Result from before the field
+// existed) its profile (echo, bulk, load and actions do; pps does not).
 func (r Result) Reliable() bool {
+	if r.Delivery != "" {
+		return r.Delivery == Reliable
+	}
 	switch r.Profile {
 	case ProfileEcho, ProfileBulk, ProfileLoad, ProfileActions:
 		return true
@@ -132,9 +158,11 @@ func (r Result) Reliable() bool {
 	return false
 }
 
-// Failed reports whether a reliable row delivered less (or more) than it
-// sent.
-func (r Result) Failed() bool { return r.Reliable() && r.Delivered != r.Sent }
+// Failed reports whether a reliable row that ran delivered less (or
+// more) than it sent.
+func (r Result) Failed() bool {
+	return r.Reliable() && r.NotSupported == "" && r.Delivered != r.Sent
+}
 
 // Report is the JSON document WriteJSON writes.
 type Report struct {
@@ -142,17 +170,20 @@ type Report struct {
 }
 
 // WriteJSON writes rs as {"results":[…]}, indented, with a final newline.
-// A nil LatencyCDF is written as [], so that every field of the schema
+// A nil LatencyCDF is written as [] and nil settings as {}, so that every field of the schema
 // has one JSON type; rs is not modified.
 func WriteJSON(w io.Writer, rs []Result) error {
 	if rs == nil {
 		rs = []Result{}
 	}
-	if slices.ContainsFunc(rs, func(r Result) bool { return r.LatencyCDF == nil }) {
+	if slices.ContainsFunc(rs, func(r Result) bool { return r.LatencyCDF == nil || r.Config.Settings == nil }) {
 		rs = slices.Clone(rs)
 		for i := range rs {
 			if rs[i].LatencyCDF == nil {
 				rs[i].LatencyCDF = []CDFPoint{}
+			}
+			if rs[i].Config.Settings == nil {
+				rs[i].Config.Settings = map[string]string{}
 			}
 		}
 	}

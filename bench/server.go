@@ -10,7 +10,9 @@ import (
 // ServerConfig configures Serve. The zero value of each field means its
 // default.
 type ServerConfig struct {
-	// Transport is Tickwire (the default), KCP or KCPDefault.
+	// Transport is Tickwire (the default), KCPFast, KCPDefault, QUIC,
+	// QUICStreams or QUICDatagram (any quic name: the quic server serves
+	// every quic mode, by ALPN).
 	Transport string
 	// Listen is the address to serve on. Default 127.0.0.1:0 (port 0:
 	// the system picks one; Server.Addr tells which). Any address may be
@@ -45,6 +47,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.Transport == Raw {
 		return ErrNoReliable
+	}
+	if !Runs(c.Transport, ProfileEcho) {
+		return fmt.Errorf("%w: transport %q does not run the echo profile", ErrScenario, c.Transport)
 	}
 	if c.MTU < 576 || c.MTU > 1472 {
 		return fmt.Errorf("%w: mtu %d not in [576, 1472]", ErrScenario, c.MTU)
@@ -103,6 +108,16 @@ func Serve(ctx context.Context, cfg ServerConfig) (*Server, error) {
 
 // Addr returns the address the server is bound to.
 func (s *Server) Addr() netip.AddrPort { return s.half.addr() }
+
+// Certificate returns the certificate a quic server presents, PEM (a
+// client verifies the server against it: ClientScenario.ServerCert), or
+// nil for the other transports.
+func (s *Server) Certificate() []byte {
+	if q, ok := s.half.(*quicServer); ok {
+		return q.certPEM()
+	}
+	return nil
+}
 
 // Transport returns the server's transport name.
 func (s *Server) Transport() string { return s.name }

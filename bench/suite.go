@@ -11,8 +11,9 @@ import (
 var (
 	// DefaultLosses are the loss rates of the default suite's echo rows.
 	DefaultLosses = []float64{0, 0.01, 0.05, 0.10, 0.20}
-	// DefaultTransports are the transports of the default suite.
-	DefaultTransports = []string{Tickwire, KCP}
+	// DefaultTransports are the transports of the default suite: each
+	// runs the profiles it is placed in (see Suite.Scenarios).
+	DefaultTransports = []string{Tickwire, KCPFast, KCPBulk, QUIC}
 	// DefaultProfiles are the profiles of the default suite.
 	DefaultProfiles = []string{ProfileEcho, ProfilePPS, ProfileBulk}
 )
@@ -27,10 +28,17 @@ const (
 // Suite is a set of scenarios: for echo and actions, every transport on
 // every loss rate through the relay; for pps and bulk, one row per
 // transport, direct at 0 % loss (see Run), pps with a Raw row added as its
-// floor. Raw is skipped for echo, actions and bulk. Load, not in the
-// default suite, is one tickwire row, direct at 0 % loss; the other
-// transports are skipped for it. Actions is not in the default suite
-// either. The rest of the settings are shared.
+// floor and tickwire twice (unreliable, then reliable). Load, not in the
+// default suite, is one tickwire row, direct at 0 % loss. Actions is not
+// in the default suite either. The rest of the settings are shared.
+//
+// Each transport runs the profiles it is placed in: kcp-fast (and
+// kcp-default) echo and actions, kcp-bulk pps and bulk, quic echo and
+// bulk, quic-streams and quic-dgram echo, raw pps, tickwire all. A kcp
+// peer also runs the other profiles it can when no kcp peer placed in
+// them is in Transports (so --transport kcp-fast alone runs its old pps
+// and bulk rows); other transports are skipped for a profile they do not
+// run.
 type Suite struct {
 	Profiles   []string
 	Transports []string
@@ -55,8 +63,9 @@ type Suite struct {
 }
 
 // DefaultSuite returns the suite `tickwire bench` runs with no flags:
-// echo at 0/1/5/10/20 % loss, 25 ms ± 2 ms one way, then one pps row and
-// one bulk row each, tickwire and kcp (and raw, pps's floor).
+// echo at 0/1/5/10/20 % loss, 25 ms ± 2 ms one way, for tickwire,
+// kcp-fast and quic; then pps (tickwire unreliable and reliable,
+// kcp-bulk, raw) and bulk (tickwire, kcp-bulk, quic).
 func DefaultSuite() Suite {
 	return Suite{
 		Profiles:   DefaultProfiles,
@@ -83,7 +92,7 @@ func (s Suite) Scenarios() []Scenario {
 	var out []Scenario
 	row := func(profile, t string, link Link) Scenario {
 		return Scenario{
-			Profile: profile, Transport: t, Link: link,
+			Profile: profile, Transport: t, Delivery: DeliveryOf(t, profile), Link: link,
 			Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
 			Duration: s.Duration, Bytes: s.Bytes, Peers: s.Peers,
 			FrameCapacity: s.FrameCapacity, MaxInFlight: s.MaxInFlight,
@@ -94,7 +103,7 @@ func (s Suite) Scenarios() []Scenario {
 		case ProfileEcho, ProfileActions:
 			for _, loss := range s.Losses {
 				for _, t := range s.Transports {
-					if t == Raw {
+					if !s.places(t, profile) {
 						continue
 					}
 					link := s.Link
@@ -112,10 +121,15 @@ func (s Suite) Scenarios() []Scenario {
 				ts = append(ts, Raw)
 			}
 			for _, t := range ts {
-				if t == Raw && profile != ProfilePPS {
+				if !s.places(t, profile) {
 					continue
 				}
 				out = append(out, row(profile, t, Link{}))
+				if t == Tickwire && profile == ProfilePPS {
+					r := row(profile, t, Link{})
+					r.Delivery = Reliable
+					out = append(out, r)
+				}
 			}
 		case ProfileLoad:
 			if slices.Contains(s.Transports, Tickwire) {
@@ -128,6 +142,27 @@ func (s Suite) Scenarios() []Scenario {
 		}
 	}
 	return out
+}
+
+// places reports whether the suite runs transport t on profile: where t
+// is placed, or for a kcp peer that runs profile, when no kcp peer in
+// s.Transports is placed there.
+func (s Suite) places(t, profile string) bool {
+	p, ok := peers[t]
+	switch {
+	case !ok:
+		return true // an unknown name: Validate reports it
+	case slices.Contains(p.home, profile):
+		return true
+	case p.family != "kcp" || !Runs(t, profile):
+		return false
+	}
+	for _, o := range s.Transports {
+		if peers[o].family == "kcp" && slices.Contains(peers[o].home, profile) {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate reports the first invalid scenario of the suite, or that it

@@ -14,9 +14,10 @@ import (
 const (
 	// ProfilePPS is the packets-per-second profile: Size-byte unreliable
 	// messages sent one way as fast as the transport accepts them for
-	// Duration, counted at the receiver. kcp has no unreliable mode: its
-	// row carries reliable messages, its closest equivalent. The raw
-	// transport, one sendto and one recvfrom per datagram, is the floor.
+	// Duration, counted at the receiver. Tickwire runs it twice, with
+	// unreliable and with reliable-ordered messages; kcp has no unreliable
+	// mode, so its row is reliable. The raw transport, one sendto and one
+	// recvfrom per datagram, is the floor.
 	ProfilePPS = "pps"
 	// ProfileBulk is the bulk-transfer profile: Bytes sent one way as
 	// BulkChunk-byte reliable-ordered messages, the sending bounded by
@@ -72,22 +73,18 @@ func runThroughput(ctx context.Context, s Scenario) (Result, error) {
 
 	var f flow
 	var err error
-	switch s.Profile {
-	case ProfilePPS:
-		switch s.Transport {
-		case Raw:
-			f, err = rawPPS(ctx, s)
-		case Tickwire:
-			f, err = tickwirePPS(ctx, s)
-		default:
-			f, err = kcpFlow(ctx, s, kcpMode(s.Transport))
-		}
-	case ProfileBulk:
-		if s.Transport == Tickwire {
-			f, err = tickwireBulk(ctx, s)
-		} else {
-			f, err = kcpFlow(ctx, s, kcpMode(s.Transport))
-		}
+	family := peers[s.Transport].family
+	switch {
+	case s.Transport == Raw:
+		f, err = rawPPS(ctx, s)
+	case family == "kcp":
+		f, err = kcpFlow(ctx, s, kcpMode(s.Transport))
+	case family == "quic":
+		f, err = quicBulk(ctx, s)
+	case s.Profile == ProfilePPS:
+		f, err = tickwirePPS(ctx, s)
+	default:
+		f, err = tickwireBulk(ctx, s)
 	}
 	if err != nil {
 		return res, fmt.Errorf("bench: %s %s: %w", s.Transport, s.Profile, err)
@@ -117,7 +114,7 @@ func runThroughput(ctx context.Context, s Scenario) (Result, error) {
 	return res, nil
 }
 
-// kcpMode returns the NoDelay settings of a kcp transport name.
+// kcpMode returns the configuration of a kcp transport name.
 func kcpMode(name string) kcpTransport {
 	t, _ := NewTransport(name)
 	return t.(kcpTransport)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -13,10 +14,13 @@ import (
 )
 
 // kcpFlow runs a pps or bulk row over kcp-go, connected directly (no
-// relay), in the mode of t. kcp-go has no unreliable mode, so pps sends
-// reliable s.Size-byte messages (message mode: one Write, one message),
-// its closest equivalent; bulk sends BulkChunk-byte messages. Write blocks
-// while kcp's send window (KCPWindow) is full. Datagrams per second are
+// relay), in the configuration of t. kcp-go has no unreliable mode, so
+// pps sends reliable s.Size-byte messages, its closest equivalent; bulk
+// sends BulkChunk-byte messages. In message mode one Write is one
+// message; in stream mode (kcp-bulk) writes are merged into MSS-sized
+// segments and the receiver reads each message back with io.ReadFull.
+// Write blocks while kcp's send window (t's, or s.MaxInFlight) is full.
+// Datagrams per second are
 // not measured: kcp-go's counters (kcp.DefaultSnmp) are process-wide and
 // mix both ends; wire bytes are its OutBytes, reset at the start of the
 // row, which are both ends' alone as rows never overlap.
@@ -50,7 +54,7 @@ func kcpFlow(ctx context.Context, s Scenario, t kcpTransport) (flow, error) {
 		if err != nil {
 			return
 		}
-		_ = t.configure(sess, s.MTU, 0) // the client's MTU was accepted already
+		_ = t.configure(sess, s.MTU, s.MaxInFlight) // the client's MTU was accepted already
 		mu.Lock()
 		if closed {
 			mu.Unlock()
@@ -60,8 +64,18 @@ func kcpFlow(ctx context.Context, s Scenario, t kcpTransport) (flow, error) {
 		session = sess
 		mu.Unlock()
 		buf := make([]byte, maxDatagram)
+		size := s.Size
+		if sink != nil {
+			size = BulkChunk
+		}
 		for {
-			n, err := sess.Read(buf)
+			var n int
+			var err error
+			if t.stream {
+				n, err = io.ReadFull(sess, buf[:size])
+			} else {
+				n, err = sess.Read(buf)
+			}
 			if err != nil {
 				return
 			}
@@ -92,7 +106,7 @@ func kcpFlow(ctx context.Context, s Scenario, t kcpTransport) (flow, error) {
 		shutdown(nil)
 		return flow{}, fmt.Errorf("kcp dial: %w", err)
 	}
-	if err := t.configure(c, s.MTU, 0); err != nil {
+	if err := t.configure(c, s.MTU, s.MaxInFlight); err != nil {
 		shutdown(c)
 		return flow{}, err
 	}

@@ -114,13 +114,13 @@ func TestSuiteThroughputRows(t *testing.T) {
 	var got []string
 	for _, sc := range s.Scenarios() {
 		if sc.Profile != ProfileEcho {
-			got = append(got, sc.Profile+"/"+sc.Transport)
+			got = append(got, sc.Profile+"/"+sc.Transport+"/"+sc.Delivery)
 			if sc.Link != (Link{}) {
 				t.Errorf("%s/%s: link %+v, want none (direct)", sc.Profile, sc.Transport, sc.Link)
 			}
 		}
 	}
-	want := "pps/tickwire pps/kcp pps/raw bulk/tickwire bulk/kcp"
+	want := "pps/tickwire/unreliable pps/tickwire/reliable pps/kcp-bulk/reliable pps/raw/unreliable bulk/tickwire/reliable bulk/kcp-bulk/reliable bulk/quic/reliable"
 	if strings.Join(got, " ") != want {
 		t.Errorf("throughput rows %q, want %q", got, want)
 	}

@@ -120,12 +120,16 @@ type twSource struct {
 
 func (h twSource) OnConnect(*transport.Peer) { h.p.connected = true }
 
-// tickwirePPS sends s.Size-byte unreliable messages (SendUnreliable) for
-// s.Duration. The channel packs as many messages into each datagram as
-// fit the MTU, as it does for a game; the row reports messages and
-// datagrams per second. The unreliable queue is capped at one Flush's
-// worth (32 datagrams) so that messages are not queued faster than they
-// leave: each step the sender queues until ErrQueueFull.
+// tickwirePPS sends s.Size-byte messages for s.Duration: unreliable
+// (SendUnreliable), or with s.Delivery Reliable on reliable-ordered
+// stream 1 (SendReliable, the channel's default windows). The channel
+// packs as many messages into each datagram as fit the MTU, as it does
+// for a game; the row reports messages and datagrams per second. The
+// unreliable queue is capped at one Flush's worth (32 datagrams) so that
+// messages are not queued faster than they leave: each step the sender
+// queues until ErrQueueFull (reliable: until the stream's window is
+// full). A reliable row then steps on until everything sent arrived or
+// s.Drain passes.
 func tickwirePPS(ctx context.Context, s Scenario) (flow, error) {
 	var lastAt time.Duration
 	base := time.Now()
@@ -134,6 +138,8 @@ func tickwirePPS(ctx context.Context, s Scenario) (flow, error) {
 		MaxMessageSize:  MaxSize,
 		UnreliableBytes: transport.DefaultMaxDatagrams * s.MTU,
 	}
+	cfg.Ack.MaxInFlight = s.MaxInFlight
+	reliable := s.Delivery == Reliable
 	p, err := openTwOneWay(ctx, cfg, func(transport.Message) { lastAt = time.Since(base) })
 	if err != nil {
 		return flow{}, err
@@ -146,15 +152,25 @@ func tickwirePPS(ctx context.Context, s Scenario) (flow, error) {
 	sendStart := time.Since(base)
 	var sent int64
 	for ctx.Err() == nil && time.Since(base)-sendStart < s.Duration {
-		for ch.SendUnreliable(msg) == nil {
-			sent++
+		if reliable {
+			for {
+				if _, err := ch.SendReliable(echoStream, msg); err != nil {
+					break // ErrQueueFull: the window is full
+				}
+				sent++
+			}
+		} else {
+			for ch.SendUnreliable(msg) == nil {
+				sent++
+			}
 		}
 		if err := p.step(); err != nil {
 			return flow{}, err
 		}
 	}
-	// Send what is still queued; stop once a few steps deliver nothing.
-	for quiet, last, deadline := 0, int64(-1), time.Now().Add(s.Drain); quiet < 8 && time.Now().Before(deadline); {
+	// Send what is still queued; stop once everything arrived, or (for
+	// unreliable messages) once a few steps deliver nothing.
+	for quiet, last, deadline := 0, int64(-1), time.Now().Add(s.Drain); (reliable || quiet < 8) && time.Now().Before(deadline) && p.received-received0 < sent; {
 		if err := p.step(); err != nil {
 			return flow{}, err
 		}
@@ -180,7 +196,9 @@ func tickwirePPS(ctx context.Context, s Scenario) (flow, error) {
 func tickwireBulk(ctx context.Context, s Scenario) (flow, error) {
 	src := newBulkSource()
 	sink := &bulkSink{src: src, start: time.Now()}
-	p, err := openTwOneWay(ctx, transport.Config{MTU: s.MTU}, func(m transport.Message) { sink.onChunk(m.Payload) })
+	cfg := transport.Config{MTU: s.MTU}
+	cfg.Ack.MaxInFlight = s.MaxInFlight
+	p, err := openTwOneWay(ctx, cfg, func(m transport.Message) { sink.onChunk(m.Payload) })
 	if err != nil {
 		return flow{}, err
 	}

@@ -9,18 +9,38 @@ import (
 	"time"
 )
 
-// Transport names.
+// Transport names: the peers, each a named configuration of one
+// implementation. Which profiles a peer runs, and which of them it is
+// placed in by a Suite, is in peers.
 const (
 	// Tickwire is tickwire's transport: two Endpoints on UDP sockets, each
 	// driven by its own event-driven Poll/Flush loop (Endpoint.Wait, at
 	// least every WaitTick), messages on reliable-ordered stream 1.
 	Tickwire = "tickwire"
-	// KCP is kcp-go in fast mode: NoDelay(1, 10, 2, 1), window 128/128,
-	// no FEC, no encryption.
-	KCP = "kcp"
+	// KCPFast is kcp-go in the setup its README calls fast mode, the one
+	// for latency: NoDelay(1, 10, 2, 1), window 128/128, message mode
+	// (one Write, one message), write delay off, no FEC, no encryption.
+	// Its place is echo and actions.
+	KCPFast = "kcp-fast"
+	// KCP is KCPFast, under the Go name the bench's callers used before
+	// the kcp peer was split in two; the string is "kcp-fast".
+	KCP = KCPFast
+	// KCPBulk is kcp-go as its own throughput tests set it up: stream
+	// mode, window 1024/1024, write delay on (writes merged until the
+	// next update), NoDelay(1, 10, 2, 1). Its place is pps and bulk.
+	KCPBulk = "kcp-bulk"
 	// KCPDefault is kcp-go in its normal mode: NoDelay(0, 40, 0, 0),
-	// otherwise as KCP.
+	// otherwise as KCPFast.
 	KCPDefault = "kcp-default"
+	// QUIC is quic-go with each echo message on one bidirectional stream,
+	// length-prefixed (2 bytes, little-endian), and bulk on one stream.
+	QUIC = "quic"
+	// QUICStreams is quic-go with a new bidirectional stream per echo
+	// message, its echo on the same stream.
+	QUICStreams = "quic-streams"
+	// QUICDatagram is quic-go with each echo message in an RFC 9221
+	// DATAGRAM frame: unreliable, no retransmission by the application.
+	QUICDatagram = "quic-dgram"
 	// Raw is a plain net.UDPConn, one system call per datagram sent or
 	// received and no protocol: the floor of the pps profile, which is the
 	// only profile it runs (it has no reliable channel to echo or bulk on).
@@ -30,8 +50,54 @@ const (
 // ErrUnknownTransport is returned for a transport name not in Transports.
 var ErrUnknownTransport = errors.New("bench: unknown transport")
 
+// ErrNotSupported is wrapped by a row that cannot run at its settings
+// (kcp-fast with a message above its MSS, quic below 1200-byte
+// datagrams): Run reports it in Result.NotSupported rather than as a
+// failure of the transport.
+var ErrNotSupported = errors.New("not supported")
+
 // Transports lists the transport names, in report order.
-var Transports = []string{Tickwire, KCP, KCPDefault, Raw}
+var Transports = []string{Tickwire, KCPFast, KCPBulk, KCPDefault, QUIC, QUICStreams, QUICDatagram, Raw}
+
+// peer says what one transport name runs.
+type peer struct {
+	family string          // implementation: "tickwire", "kcp", "quic", "raw"
+	runs   []string        // profiles Run accepts
+	home   []string        // profiles a Suite places it in (see Suite.Scenarios)
+	unrel  map[string]bool // profiles whose row is unreliable
+}
+
+var peers = map[string]peer{
+	Tickwire:     {family: "tickwire", runs: []string{ProfileEcho, ProfilePPS, ProfileBulk, ProfileLoad, ProfileActions}, home: []string{ProfileEcho, ProfilePPS, ProfileBulk, ProfileLoad, ProfileActions}, unrel: map[string]bool{ProfilePPS: true}},
+	KCPFast:      {family: "kcp", runs: []string{ProfileEcho, ProfileActions, ProfilePPS, ProfileBulk}, home: []string{ProfileEcho, ProfileActions}},
+	KCPBulk:      {family: "kcp", runs: []string{ProfilePPS, ProfileBulk}, home: []string{ProfilePPS, ProfileBulk}},
+	KCPDefault:   {family: "kcp", runs: []string{ProfileEcho, ProfileActions, ProfilePPS, ProfileBulk}, home: []string{ProfileEcho, ProfileActions}},
+	QUIC:         {family: "quic", runs: []string{ProfileEcho, ProfileBulk}, home: []string{ProfileEcho, ProfileBulk}},
+	QUICStreams:  {family: "quic", runs: []string{ProfileEcho}, home: []string{ProfileEcho}},
+	QUICDatagram: {family: "quic", runs: []string{ProfileEcho}, home: []string{ProfileEcho}, unrel: map[string]bool{ProfileEcho: true}},
+	Raw:          {family: "raw", runs: []string{ProfilePPS}, home: []string{ProfilePPS}, unrel: map[string]bool{ProfilePPS: true}},
+}
+
+// Runs reports whether transport runs profile (Run accepts the pair).
+func Runs(transport, profile string) bool {
+	return slices.Contains(peers[transport].runs, profile)
+}
+
+// Delivery kinds of a row.
+const (
+	Reliable   = "reliable"
+	Unreliable = "unreliable"
+)
+
+// DeliveryOf returns the delivery a row of transport on profile
+// promises by default: Unreliable for tickwire's and raw's pps and
+// quic-dgram's echo, Reliable otherwise (kcp has no unreliable mode).
+func DeliveryOf(transport, profile string) string {
+	if peers[transport].unrel[profile] {
+		return Unreliable
+	}
+	return Reliable
+}
 
 // ErrNoReliable is returned for the raw transport by everything but the
 // pps profile: it has no reliable channel to echo or bulk on.
@@ -80,11 +146,17 @@ type dialConfig struct {
 	server      netip.AddrPort
 	mtu         int // largest datagram sent (UDP payload)
 	maxInFlight int // as listenConfig.maxInFlight
-	// onEcho receives every message echoed back, on one goroutine of the
-	// client's; p is valid only during the call.
+	// onEcho receives every message echoed back, one call at a time (on
+	// one goroutine of the client's; quic-streams, which reads each echo
+	// on its stream's goroutine, serialises the calls with a mutex); p is
+	// valid only during the call.
 	onEcho func(p []byte)
 	// connectTimeout bounds dial's wait for the session.
 	connectTimeout time.Duration
+	// serverCert is the quic server's certificate (PEM) the client
+	// verifies it against; nil: the process's own (a server in the same
+	// process). Other transports ignore it.
+	serverCert []byte
 	// remote says the server half is in another process, which may not be
 	// there, and outlives this client: kcp, which has no handshake, proves
 	// the server answers by a probe message echoed back before dial
@@ -145,12 +217,23 @@ func NewTransport(name string) (Transport, error) {
 	switch name {
 	case Tickwire:
 		return tickwireTransport{}, nil
-	case KCP:
-		return kcpTransport{name: KCP, nodelay: [4]int{1, 10, 2, 1}}, nil
+	case KCPFast:
+		return kcpTransport{name: KCPFast, nodelay: [4]int{1, 10, 2, 1}, window: KCPWindow}, nil
+	case KCPBulk:
+		return kcpTransport{name: KCPBulk, nodelay: [4]int{1, 10, 2, 1}, window: KCPBulkWindow, stream: true, writeDelay: true}, nil
 	case KCPDefault:
-		return kcpTransport{name: KCPDefault, nodelay: [4]int{0, 40, 0, 0}}, nil
+		return kcpTransport{name: KCPDefault, nodelay: [4]int{0, 40, 0, 0}, window: KCPWindow}, nil
+	case QUIC:
+		return quicTransport{name: QUIC, mode: quicOneStream}, nil
+	case QUICStreams:
+		return quicTransport{name: QUICStreams, mode: quicStreamPerMessage}, nil
+	case QUICDatagram:
+		return quicTransport{name: QUICDatagram, mode: quicDatagrams}, nil
 	case Raw:
 		return rawTransport{}, nil
+	}
+	if name == "kcp" {
+		return nil, fmt.Errorf("%w: %q is now two peers, %q (echo, actions) and %q (pps, bulk)", ErrUnknownTransport, name, KCPFast, KCPBulk)
 	}
 	return nil, fmt.Errorf("%w: %q (want one of %v)", ErrUnknownTransport, name, Transports)
 }

@@ -170,11 +170,15 @@ func conflicts(ps []profile) error {
 var (
 	transportColors = []color.Color{
 		rgb(0x1f77b4), // tickwire: blue
-		rgb(0xff7f0e), // kcp: orange
+		rgb(0xff7f0e), // kcp-fast: orange
+		rgb(0xd62728), // kcp-bulk: red
 		rgb(0x2ca02c), // kcp-default: green
+		rgb(0x9467bd), // quic: purple
+		rgb(0x8c564b), // quic-streams: brown
+		rgb(0xe377c2), // quic-dgram: pink
 		rgb(0x7f7f7f), // raw: grey
 	}
-	extraColors = []color.Color{rgb(0x9467bd), rgb(0x8c564b), rgb(0xe377c2), rgb(0x17becf)}
+	extraColors = []color.Color{rgb(0x17becf), rgb(0xbcbd22), rgb(0x393b79), rgb(0x637939)}
 	dashes      = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(2), vg.Points(2)}}
 )
 

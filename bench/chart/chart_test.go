@@ -120,7 +120,7 @@ func TestWriteCharts(t *testing.T) {
 		}
 	}
 	for name, has := range map[string][]string{
-		"latency-cdf-echo-loss-5.svg": {"5 % loss", ">tickwire (p50 55.6, p99 81.6 ms)<", ">kcp (p50 72.2, p99 207 ms, FAILED 359/360)<", "log scale"},
+		"latency-cdf-echo-loss-5.svg": {"5 % loss", ">tickwire (p50 55.6, p99 81.6 ms)<", ">kcp-fast (p50 72.2, p99 207 ms, FAILED 359/360)<", "log scale"},
 		"p99-vs-loss-echo.svg":        {">0 %<", ">5 %<", ">20 %<", ">FAILED<", ">57.7<", ">81.6<", ">tickwire<"},
 		"throughput-pps.svg":          {">9.50M<", ">6k<", ">230k<", ">raw<"},
 		"throughput-bulk.svg":         {">985.0<", ">18.5<", "MB/s"},

@@ -22,6 +22,7 @@ require (
 	github.com/klauspost/reedsolomon v1.14.2 // indirect
 	github.com/pion/transport/v5 v5.1.4 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/quic-go/quic-go v0.65.0 // indirect
 	github.com/tjfoc/gmsm v1.4.1 // indirect
 	github.com/xtaci/kcp-go/v5 v5.7.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect

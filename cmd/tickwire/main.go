@@ -1,5 +1,5 @@
 // Command tickwire is tickwire's toolbox: bench, which measures tickwire
-// against kcp-go on this machine, over loopback UDP through a link
+// against kcp-go and quic-go on this machine, over loopback UDP through a link
 // conditioner, and prints a side-by-side table (with --out, also a
 // Markdown report and SVG charts); server, client and relay, which run the
 // bench's echo traffic across real processes (or machines); and soak.
@@ -71,7 +71,7 @@ type command struct {
 // commands lists the subcommands that exist, in help order.
 func commands() []command {
 	return []command{
-		{"bench", "run the benchmark suite: tickwire vs kcp-go over a conditioned loopback link", runBench},
+		{"bench", "run the benchmark suite: tickwire vs kcp-go and quic-go over a conditioned loopback link", runBench},
 		{"server", "serve the echo profile for clients in other processes, until interrupted", runServer},
 		{"client", "run one echo row against a server in another process; exit 1 if it fails", runClient},
 		{"relay", "the bench's link conditioner between processes or machines", runRelay},

@@ -27,7 +27,8 @@ const (
 
 // schema is the Result JSON schema: every field and its type.
 var schema = map[string]kind{
-	"transport": str, "profile": str, "link": object, "latency_kind": str,
+	"transport": str, "profile": str, "delivery": str, "config": object, "not_supported": str,
+	"link": object, "latency_kind": str,
 	"sent": number, "delivered": number, "latency_ms": object, "latency_cdf": array,
 	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
@@ -79,8 +80,8 @@ func TestBenchQuickJSON(t *testing.T) {
 	if !ok || len(doc) != 1 {
 		t.Fatalf("document is not {\"results\":[…]}: %v", doc)
 	}
-	if len(rows) != 9 {
-		t.Errorf("%d rows, want 9 (echo: 2 transports × 2 losses; pps: 3 transports; bulk: 2)", len(rows))
+	if len(rows) != 13 {
+		t.Errorf("%d rows, want 13 (echo: 3 transports × 2 losses; pps: 4 rows; bulk: 3)", len(rows))
 	}
 	transports := map[string]int{}
 	profiles := map[string]int{}
@@ -111,6 +112,7 @@ func TestBenchQuickJSON(t *testing.T) {
 		if t.Failed() {
 			continue
 		}
+		checkConfig(t, i, r)
 		checkNumbers(t, "link", r["link"].(map[string]any), linkSchema)
 		checkNumbers(t, "latency_ms", r["latency_ms"].(map[string]any), latencySchema)
 		profiles[r["profile"].(string)]++
@@ -138,11 +140,11 @@ func TestBenchQuickJSON(t *testing.T) {
 		}
 		transports[r["transport"].(string)]++
 	}
-	if transports["tickwire"] != 2 || transports["kcp"] != 2 {
-		t.Errorf("echo transports %v, want tickwire and kcp twice each", transports)
+	if transports["tickwire"] != 2 || transports["kcp-fast"] != 2 || transports["quic"] != 2 {
+		t.Errorf("echo transports %v, want tickwire, kcp-fast and quic twice each", transports)
 	}
-	if profiles["echo"] != 4 || profiles["pps"] != 3 || profiles["bulk"] != 2 {
-		t.Errorf("profiles %v, want echo 4, pps 3, bulk 2", profiles)
+	if profiles["echo"] != 6 || profiles["pps"] != 4 || profiles["bulk"] != 3 {
+		t.Errorf("profiles %v, want echo 6, pps 4, bulk 3", profiles)
 	}
 	for f, path := range files {
 		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
@@ -153,6 +155,27 @@ func TestBenchQuickJSON(t *testing.T) {
 		t.Errorf("no pprof address on stderr: %s", stderr.String())
 	}
 	checkOut(t, outDir, stdout.Bytes())
+}
+
+// checkConfig checks that row i names its peer configuration: the
+// transport, its delivery, and settings including the MTU wherever the
+// peer has one.
+func checkConfig(t *testing.T, i int, r map[string]any) {
+	t.Helper()
+	cfg := r["config"].(map[string]any)
+	set, ok := cfg["settings"].(map[string]any)
+	if cfg["name"] != r["transport"] || !ok || len(set) < 3 {
+		t.Errorf("row %d (%v %v): config %v", i, r["transport"], r["profile"], cfg)
+		return
+	}
+	if set["delivery"] != r["delivery"] || (r["delivery"] != "reliable" && r["delivery"] != "unreliable") {
+		t.Errorf("row %d (%v %v): delivery %v, settings say %v", i, r["transport"], r["profile"], r["delivery"], set["delivery"])
+	}
+	_, mtu := set["mtu"]
+	_, pkt := set["initial_packet_size"]
+	if r["transport"] != "raw" && !mtu && !pkt {
+		t.Errorf("row %d (%v %v): no MTU in settings %v", i, r["transport"], r["profile"], set)
+	}
 }
 
 // checkOut checks what --out wrote for the quick suite: results.json as
@@ -170,7 +193,7 @@ func checkOut(t *testing.T, dir string, jsonOut []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"# tickwire bench", "tickwire bench --quick --json - --out ", "**Settings:** profiles echo, pps, bulk", "**Machine:** ", "## echo", "## pps", "## bulk", "| tickwire |", "| kcp |"} {
+	for _, s := range []string{"# tickwire bench", "tickwire bench --quick --json - --out ", "**Settings:** profiles echo, pps, bulk", "**Machine:** ", "## echo", "## pps", "## bulk", "| tickwire |", "| kcp-fast |", "| kcp-bulk |", "| quic |", "## Peer settings", "**kcp-bulk**, bulk: "} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("results.md lacks %q", s)
 		}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,7 +23,12 @@ import (
 const defaultConnectTimeout = 5 * time.Second
 
 // transportNames are the transports the server and client run.
-var transportNames = strings.Join([]string{bench.Tickwire, bench.KCP, bench.KCPDefault}, ", ")
+var transportNames = strings.Join([]string{bench.Tickwire, bench.KCPFast, bench.KCPDefault, bench.QUIC, bench.QUICStreams, bench.QUICDatagram}, ", ")
+
+// isQUIC reports whether name is a quic peer.
+func isQUIC(name string) bool {
+	return name == bench.QUIC || name == bench.QUICStreams || name == bench.QUICDatagram
+}
 
 // parseArgs parses args into fs. It returns -1 to go on, or the exit
 // code: 0 for -h, 2 for a bad flag or a stray argument.
@@ -72,10 +79,10 @@ func untilDone(ctx context.Context, d time.Duration) (context.Context, context.C
 // interrupted or --duration.
 func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		listen, tname, profile string
-		mtu                    int
-		duration               time.Duration
-		prof                   profileFlags
+		listen, tname, profile, certOut string
+		mtu                             int
+		duration                        time.Duration
+		prof                            profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -84,6 +91,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&profile, "profile", bench.ProfileEcho, "traffic profile: echo (the only one across processes)")
 	fs.IntVar(&mtu, "mtu", bench.DefaultMTU, "largest datagram the server sends [576, 1472] (a tickwire client adopts it)")
 	fs.DurationVar(&duration, "duration", 0, "serve this long, then exit (0: until interrupted)")
+	fs.StringVar(&certOut, "cert", "", "quic: write the server's self-signed certificate (PEM) to `FILE`, for the clients' --cert (default: a file in the temporary directory, named on stderr)")
 	prof.declare(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tickwire server --listen ADDR [flags]")
@@ -92,7 +100,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "machines: every reliable message is echoed back on its stream. Prints")
 		fmt.Fprintln(stderr, "\"listening on ADDR\" to stderr once bound, serves until interrupted or")
 		fmt.Fprintln(stderr, "--duration, then prints the sessions and echoes it served to stdout. tickwire:")
-		fmt.Fprintf(stderr, "one Endpoint for up to %d clients; kcp: any number of sessions.\n", bench.DefaultPeers)
+		fmt.Fprintf(stderr, "one Endpoint for up to %d clients; kcp: any number of sessions; quic: one\n", bench.DefaultPeers)
+		fmt.Fprintln(stderr, "quic-go listener serving quic, quic-streams and quic-dgram clients alike (by")
+		fmt.Fprintln(stderr, "ALPN), with a certificate generated at start and written to --cert.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -125,6 +135,17 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "tickwire server: %v\n", err)
 		code = exitFailed
 	} else {
+		if pem := srv.Certificate(); pem != nil {
+			if certOut == "" {
+				certOut = filepath.Join(os.TempDir(), fmt.Sprintf("tickwire-quic-%d.pem", srv.Addr().Port()))
+			}
+			if err := os.WriteFile(certOut, pem, 0o644); err != nil {
+				fmt.Fprintf(stderr, "tickwire server: --cert: %v\n", err)
+				srv.Close()
+				return exitFailed
+			}
+			fmt.Fprintf(stderr, "certificate in %s\n", certOut)
+		}
 		fmt.Fprintf(stderr, "listening on %v\n", srv.Addr())
 		<-ctx.Done()
 		srv.Close()
@@ -142,11 +163,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // another process.
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		connect, tname, profile, jsonOut string
-		count, size, mtu                 int
-		rate                             float64
-		drain, timeout                   time.Duration
-		prof                             profileFlags
+		connect, tname, profile, jsonOut, certIn string
+		count, size, mtu                         int
+		rate                                     float64
+		drain, timeout                           time.Duration
+		prof                                     profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -160,6 +181,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.DurationVar(&drain, "drain", bench.DefaultDrain, "longest wait for outstanding echoes after the last send")
 	fs.DurationVar(&timeout, "connect-timeout", defaultConnectTimeout, "give up when the server has not answered after this long")
 	fs.StringVar(&jsonOut, "json", "", "write the JSON result (one object) to `FILE`, or to stdout instead of the table with -")
+	fs.StringVar(&certIn, "cert", "", "quic: the server's certificate (PEM, the file its --cert names) to verify it against (required for quic)")
 	prof.declare(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tickwire client --connect ADDR [flags]")
@@ -181,6 +203,13 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	s := bench.ClientScenario{Addr: addr, Transport: tname, Count: count, Rate: rate, Size: size, MTU: mtu, Drain: drain, ConnectTimeout: timeout}
 	if err == nil {
 		err = checkClientFlags(profile, tname, count, rate, size, mtu, drain, timeout)
+	}
+	if err == nil && isQUIC(tname) {
+		if certIn == "" {
+			err = fmt.Errorf("--transport %s needs --cert FILE, the server's certificate", tname)
+		} else if s.ServerCert, err = os.ReadFile(certIn); err != nil {
+			err = fmt.Errorf("--cert: %w", err)
+		}
 	}
 	if err == nil {
 		err = s.Validate()

@@ -117,14 +117,15 @@ func checkClientJSON(t *testing.T, out []byte, transport string, count float64) 
 // server, relay at 10 % loss, client: three subcommands through run(),
 // talking only over their sockets, for each transport.
 func TestServerRelayClient(t *testing.T) {
-	for _, name := range []string{"tickwire", "kcp"} {
+	for _, name := range []string{"tickwire", "kcp-fast", "quic", "quic-streams"} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			dir := t.TempDir()
 			memprof, cpuprof := filepath.Join(dir, "relay.mem"), filepath.Join(dir, "client.cpu")
+			cert := filepath.Join(dir, "server.pem")
 
-			srv := startRun(ctx, "server", "--listen", "127.0.0.1:0", "--transport", name, "--duration", "20s", "--pprof", "127.0.0.1:0")
+			srv := startRun(ctx, "server", "--listen", "127.0.0.1:0", "--transport", name, "--duration", "20s", "--pprof", "127.0.0.1:0", "--cert", cert)
 			saddr := waitAddr(t, "server", &srv.stderr)
 			rel := startRun(ctx, "relay", "--listen", "127.0.0.1:0", "--to", saddr, "--loss", "10", "--seed", "7", "--duration", "20s", "--memprofile", memprof)
 			raddr := waitAddr(t, "relay", &rel.stderr)
@@ -132,6 +133,9 @@ func TestServerRelayClient(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			args := []string{"client", "--connect", raddr, "--transport", name, "--count", "40", "--rate", "200",
 				"--connect-timeout", "3s", "--json", "-", "--cpuprofile", cpuprof}
+			if strings.HasPrefix(name, "quic") {
+				args = append(args, "--cert", cert)
+			}
 			if code := run(ctx, args, &stdout, &stderr); code != exitOK {
 				t.Fatalf("client: exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 			}
@@ -145,7 +149,7 @@ func TestServerRelayClient(t *testing.T) {
 				t.Errorf("relay: exit %d; stderr:\n%s", c, rel.stderr.String())
 			}
 			echoed := "40 messages echoed"
-			if name == "kcp" {
+			if name == "kcp-fast" {
 				echoed = "41 messages echoed" // and the probe
 			}
 			if out := srv.stdout.String(); !strings.Contains(out, "1 sessions, "+echoed) {
@@ -184,7 +188,7 @@ func quietAddr(t *testing.T) string {
 // within its connect timeout.
 func TestClientUnreachable(t *testing.T) {
 	addr := quietAddr(t)
-	for _, name := range []string{"tickwire", "kcp"} {
+	for _, name := range []string{"tickwire", "kcp-fast"} {
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
 		code := run(context.Background(), []string{"client", "--connect", addr, "--transport", name, "--connect-timeout", "200ms"}, &stdout, &stderr)
