@@ -16,7 +16,9 @@
 //
 // Seal and Open work in place and allocate nothing (TestNoAllocs), except
 // at a key update, once every KeyUpdateInterval datagrams, which derives
-// the next key (an HKDF-SHA256 chain and a new AEAD, a few hundred bytes).
+// the next key (an HKDF-SHA256 chain and a new AEAD: about 3.4 KiB in 33
+// allocations and 4.5 µs with AES-GCM on the development machine, under
+// 5 ps per datagram at the default interval).
 // Their cost is the AEAD's: BenchmarkSealOpen measures seal plus open
 // against BenchmarkAEADFloor, the bare AEAD calls; docs/WIRE.md §13.7 has
 // the figures. A refused datagram costs at most one AEAD open, and those

@@ -114,7 +114,7 @@ func nextTrafficSecret(ts *[32]byte, d direction, gen uint64) ([32]byte, error) 
 // install fills k with generation gen of suite from traffic secret ts:
 // key = HKDF-Expand(ts, "tickwire seal v1 key " ‖ suite, keyLen),
 // iv = HKDF-Expand(ts, "tickwire seal v1 iv", 12). It allocates the AEAD
-// (a few hundred bytes), once per key generation.
+// (with the HKDF calls, about 3.4 KiB), once per key generation.
 func (k *keyState) install(suite Suite, ts [32]byte, gen uint64) error {
 	n := suite.keyLen()
 	key, err := hkdf.Expand(sha256.New, ts[:], "tickwire seal v1 key "+suite.String(), n)

@@ -82,7 +82,8 @@ type Session struct {
 // New returns the Session of one end (role) of the session whose master
 // secret is secret. Both ends call New with the same secret and suite and
 // opposite roles. It derives three keys (send; receive current and next)
-// and allocates about 2.5 KiB; it runs once per handshake.
+// and allocates about 12 KiB (101 allocations, 15 µs with AES-GCM on the
+// development machine); it runs once per handshake.
 func New(cfg Config, role Role, secret *Secret) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ var sealHook func(key, nonce []byte)
 // capacity; it returns buf[:len(buf)+TagLen]. The buffer stays the
 // caller's. It allocates nothing, except that once every
 // KeyUpdateInterval datagrams it first moves to the next key generation
-// (an HKDF chain and a new AEAD, a few hundred bytes).
+// (an HKDF chain and a new AEAD: about 3.4 KiB and 4.5 µs).
 //
 // Errors: ErrNoRoom (buf too short or without room for the tag),
 // ErrExhausted (packet numbers used up); nothing is sealed then, and no
