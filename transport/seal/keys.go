@@ -46,7 +46,10 @@ type Secret [SecretLen]byte
 // Secret that a replayed handshake or a restarted server could derive
 // again would reuse every (key, nonce) pair of the earlier session. With
 // serverRandom fresh, two sessions share keys only if two 128-bit random
-// draws collide. It allocates; it runs once per handshake.
+// draws collide. For a resume, pass the session's current Secret as ikm
+// with the resume handshake's new server random: the resumed session gets
+// new keys and starts its packet numbers at 0 under them. It allocates; it
+// runs once per handshake.
 func DeriveSecret(ikm, serverRandom, transcript []byte) (Secret, error) {
 	var s Secret
 	if len(ikm) < MinKeyMaterial {

@@ -302,6 +302,7 @@ func (s *Session) followKeyUpdate(pn uint64) {
 	}
 	s.keys[old].wipe()
 	s.prev, s.cur, s.next = s.cur, s.next, old
+	s.keys[s.prev].ts = [32]byte{} // the previous generation derives nothing more
 	s.curLow = pn
 	s.stats.KeyUpdatesReceived++
 	if err := s.deriveNext(); err != nil {
