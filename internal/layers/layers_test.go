@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"transport/socket/sockettest": {"transport/socket"},
 	"transport/socket/pconn":      {"transport/socket"},
 	"transport/simlink":           {"transport/socket"},
+	"transport/seal":              {"golang.org/x/crypto/"},
 	"transport":                   {"wire", "ackmap", "transport/fragment", "transport/socket"},
 	"rollback":                    {"wire", "github.com/klauspost/compress/"},
 	"rollback/link":               {"rollback", "transport", "wire", "github.com/klauspost/compress/"},
