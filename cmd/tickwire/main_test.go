@@ -239,7 +239,7 @@ func TestBenchOutErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []bench.Result{{Transport: bench.Tickwire, Profile: bench.ProfileEcho, LatencyKind: bench.RTT, Sent: 1, Delivered: 1}}
-	err := writeOut(dir, rows, bench.RunInfo{Suite: bench.DefaultSuite()})
+	err := writeOut(dir, bench.Report{Results: rows}, bench.RunInfo{Suite: bench.DefaultSuite()})
 	if err == nil || !strings.Contains(err.Error(), "results.md") {
 		t.Errorf("writeOut over a directory: %v", err)
 	}
@@ -376,7 +376,7 @@ func TestReportJSONFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.json")
 	rows := []bench.Result{{Transport: bench.Tickwire, Profile: bench.ProfileEcho, Sent: 1, Delivered: 1}}
 	var stdout bytes.Buffer
-	if err := report(path, rows, &stdout); err != nil {
+	if err := report(path, bench.Report{Results: rows}, &stdout); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stdout.String(), "tickwire") {
@@ -390,7 +390,7 @@ func TestReportJSONFile(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) != 1 {
 		t.Errorf("file: %v, %s", err, b)
 	}
-	if err := report(filepath.Join(t.TempDir(), "no", "such", "dir"), rows, &stdout); err == nil {
+	if err := report(filepath.Join(t.TempDir(), "no", "such", "dir"), bench.Report{Results: rows}, &stdout); err == nil {
 		t.Error("unwritable path: no error")
 	}
 }
