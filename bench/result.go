@@ -1,6 +1,5 @@
 package bench
 
-
 // Latency kinds.
 const (
 	// RTT: the latency is a round trip, send to echo received.
