@@ -278,7 +278,7 @@ func checkOut(t *testing.T, dir string, jsonOut []byte) {
 		}
 	}
 	charts := []string{
-		"p99-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-10.svg",
+		"p99-vs-loss-echo.svg", "p99-bytes-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-10.svg",
 		"throughput-pps.svg", "throughput-bulk.svg",
 	}
 	for _, c := range charts {
