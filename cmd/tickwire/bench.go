@@ -96,7 +96,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "usage: tickwire bench [flags]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Runs each transport on each loss rate, one row at a time, through a loopback link")
-		fmt.Fprintln(stderr, "conditioner, and prints a table (transports of a link adjacent). With no flags:")
+		fmt.Fprintln(stderr, "conditioner; prints a summary of tickwire's ratios to the other peers, then latency,")
+		fmt.Fprintln(stderr, "throughput and cost tables (120 columns), with progress on stderr. With no flags:")
 		fmt.Fprintln(stderr, "echo, 64-byte reliable messages at 60 Hz, loss 0/1/5/10/20 %, 25 ms ± 2 ms each")
 		fmt.Fprintln(stderr, "way (tickwire, kcp-fast, quic); then pps (64-byte messages for 1 s: tickwire")
 		fmt.Fprintln(stderr, "unreliable and reliable, kcp-bulk, a raw UDP floor) and bulk (32 MiB")
@@ -104,7 +105,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "at 0 % loss. Each peer runs where it belongs: kcp-fast (kcp-go's fast mode)")
 		fmt.Fprintln(stderr, "echo and actions, kcp-bulk (its stream-mode throughput setup) pps and bulk;")
 		fmt.Fprintln(stderr, "--transport quic-streams,quic-dgram add quic echo over a stream per message and")
-		fmt.Fprintln(stderr, "over RFC 9221 datagrams (unreliable). Every row's settings are in the JSON.")
+		fmt.Fprintln(stderr, "over RFC 9221 datagrams (unreliable). Every row's settings are in the JSON. One rep")
+		fmt.Fprintln(stderr, "of each row; --reps N for medians and spreads (the default suite takes ~85 s).")
 		fmt.Fprintln(stderr, "--profile load (not in the default run): --peers clients at 60 Hz against one")
 		fmt.Fprintln(stderr, "tickwire server, direct at 0 % loss, for 5 s; server µs per peer-tick, echo")
 		fmt.Fprintln(stderr, "round trip, heap per peer. --profile actions (not in the default run): --peers")
@@ -114,9 +116,9 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "--out DIR also writes into DIR: results.json (as --json), results.md (the")
 		fmt.Fprintln(stderr, "settings, the machine, one table per profile, links to the charts) and SVG charts:")
-		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg and p99-vs-loss-<profile>.svg for echo,")
-		fmt.Fprintln(stderr, "actions and load, throughput-<profile>.svg for pps and bulk. Files of an earlier")
-		fmt.Fprintln(stderr, "run stay.")
+		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg, p99-vs-loss-<profile>.svg and")
+		fmt.Fprintln(stderr, "p99-bytes-vs-loss-<profile>.svg for echo, actions and load, throughput-<profile>.svg")
+		fmt.Fprintln(stderr, "for pps and bulk. Files of an earlier run stay.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -239,6 +241,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
 		return exitUsage
 	}
+	machine := bench.ThisMachine() // its load average before the run's own
 	scenarios := suite.Scenarios()
 	progress := newProgress(stderr, isTerminal(stderr))
 	results, runErr := bench.RunReps(ctx, scenarios, f.reps, progress.row)
@@ -247,7 +250,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
 	}
 
-	doc := newReport(bench.SettingsOf(suite, f.reps, commandLine(append([]string{"tickwire", "bench"}, args...))), results)
+	doc := newReport(machine, bench.SettingsOf(suite, f.reps, commandLine(append([]string{"tickwire", "bench"}, args...))), results)
 	code := exitOK
 	if err := report(f.json, doc, stdout); err != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
@@ -275,11 +278,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // newReport returns the JSON document of a run: this binary's version
-// and commit, the machine (its load as the run ends), settings and
-// results.
-func newReport(settings bench.Settings, results []bench.Result) bench.Report {
+// and commit, the machine m, the settings and results.
+func newReport(m bench.Machine, settings bench.Settings, results []bench.Result) bench.Report {
 	version, commit := buildStamp()
-	m := bench.ThisMachine()
 	return bench.Report{Version: version, Commit: commit, GoVersion: m.GoVersion, Machine: m, Settings: settings, Results: results}
 }
 
