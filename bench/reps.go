@@ -159,8 +159,8 @@ func (r Row) Stat(f func(Result) float64) Stat {
 	return StatOf(vs)
 }
 
-// Median returns the rep whose p99 latency (a row with latency) or
-// message throughput (one without) is the median, the lower of the two
+// Median returns the rep whose p99 latency (a row with latency), MB/s
+// (bulk) or messages/s (pps) is the median, the lower of the two
 // middle ones for an even count: the rep the charts draw a CDF of.
 func (r Row) Median() Result {
 	idx := make([]int, len(r.Reps))
@@ -168,7 +168,10 @@ func (r Row) Median() Result {
 		idx[i] = i
 	}
 	key := func(x Result) float64 {
-		if x.LatencyKind == NoLatency {
+		switch {
+		case x.Profile == ProfileBulk:
+			return x.ThroughputMBPerS
+		case x.LatencyKind == NoLatency:
 			return x.ThroughputMsgsPerS
 		}
 		return x.LatencyMS.P99

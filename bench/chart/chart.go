@@ -16,7 +16,8 @@
 // keeps every label inside the document. A bar chart whose values span
 // more than 100× (LogSpan) has a log value axis, so that the
 // smallest bar stays visible. With more than one rep, every chart draws
-// each row's median rep (bench.Row.Median). Text is laid out with the
+// each row's median rep (bench.Row.Median), a bar chart with a whisker
+// over the row's min–max, and the title says so. Text is laid out with the
 // Liberation Sans metrics compiled into gonum plot (no font file is read
 // at run time); the SVG names the font family with the generic fallbacks
 // Arial, Helvetica, sans-serif, so a viewer without Liberation Sans draws
@@ -77,6 +78,17 @@ var ErrConflict = errors.New("chart: two link conditions with the same loss rate
 // already written stay, and are returned with it.
 func WriteCharts(dir string, rs []bench.Result) ([]string, error) {
 	ps := profiles(medians(rs))
+	for _, r := range bench.Rows(rs) {
+		for i := range ps {
+			if ps[i].name == r.First().Profile {
+				if ps[i].reps == nil {
+					ps[i].reps = map[repKey]bench.Row{}
+				}
+				ps[i].reps[keyOf(r.First())] = r
+				ps[i].nreps = max(ps[i].nreps, len(r.Reps))
+			}
+		}
+	}
 	if err := conflicts(ps); err != nil {
 		return nil, err
 	}
@@ -131,6 +143,40 @@ type profile struct {
 	transports []string // in bench.Group order
 	series     []series // in bench.Group order
 	conds      []cond   // by ascending loss
+	// reps holds every row's reps, for the bars' min–max whiskers.
+	reps  map[repKey]bench.Row
+	nreps int // the most reps of a row
+}
+
+// repsNote is a second title line saying what a chart of several reps
+// draws (bars: whiskers too), or "".
+func (g profile) repsNote(whiskers bool) string {
+	switch {
+	case g.nreps < 2:
+		return ""
+	case whiskers:
+		return fmt.Sprintf("\nmedian of %d reps, whiskers min–max", g.nreps)
+	}
+	return fmt.Sprintf("\neach row's median rep of %d", g.nreps)
+}
+
+// repKey identifies a row of a profile.
+type repKey struct {
+	transport, delivery string
+	link                bench.LinkResult
+}
+
+func keyOf(r bench.Result) repKey { return repKey{r.Transport, deliveryOf(r), r.Link} }
+
+// spread returns f's min–max over the reps of r's row in g, and whether
+// it has more than one rep that ran.
+func (g profile) spread(r bench.Result, f func(bench.Result) float64) (lo, hi float64, ok bool) {
+	row, found := g.reps[keyOf(r)]
+	if !found {
+		return 0, 0, false
+	}
+	st := row.Stat(f)
+	return st.Min, st.Max, st.N > 1
 }
 
 // series is one line or set of bars: a transport's rows of one delivery.
@@ -475,7 +521,7 @@ var zzDraw func(string, figure)
 // per series.
 func cdfChart(g profile, c cond) figure {
 	p := newPlot(
-		fmt.Sprintf("%s: %s latency CDF, %s", g.name, kindText(g.kind), linkText(c.link)),
+		fmt.Sprintf("%s: %s latency CDF, %s%s", g.name, kindText(g.kind), linkText(c.link), g.repsNote(false)),
 		kindText(g.kind)+" latency (ms, log scale)",
 		"fraction of messages ≤ x",
 		true,
@@ -525,10 +571,13 @@ const LogSpan = 100
 
 // bars adds to f's one panel one set of bars per series over the groups
 // 0 … n-1, value(s, i) giving the bar's height and label (ok false: no
-// bar, label "n/a"), and a legend entry each. The value axis starts at 0,
+// bar, label "n/a"), and a legend entry each; where the row ran more
+// than one rep, spread(s, i) gives the min–max a whisker spans (the bar
+// is the median rep) and the label sits above it. The value axis starts at 0,
 // plainly labelled by format, unless the positive values span more than
 // LogSpan: then it is logarithmic, from below the smallest.
-func bars(f *figure, g profile, n int, format func(float64) string, value func(s series, i int) (v float64, label string, ok bool)) {
+func bars(f *figure, g profile, n int, format func(float64) string, value func(s series, i int) (v float64, label string, ok bool),
+	spread func(s series, i int) (lo, hi float64, ok bool)) {
 	p := f.panels[0]
 	ss := g.series
 	// About three quarters of a 6-inch plot's width shared by the bars:
@@ -540,6 +589,9 @@ func bars(f *figure, g profile, n int, format func(float64) string, value func(s
 			if v, _, ok := value(s, i); ok && v > 0 {
 				lo, top = min(lo, v), max(top, v)
 			}
+			if l, h, ok := spread(s, i); ok && l > 0 {
+				lo, top = min(lo, l), max(top, h)
+			}
 		}
 	}
 	logAxis := top > 0 && top/lo > LogSpan
@@ -548,7 +600,7 @@ func bars(f *figure, g profile, n int, format func(float64) string, value func(s
 		floor = niceFloor(lo / 10) // the smallest bar a decade tall
 	}
 	for j, s := range ss {
-		b := &barSet{vals: make([]float64, n), ok: make([]bool, n), width: width,
+		b := &barSet{vals: make([]float64, n), ok: make([]bool, n), lo: make([]float64, n), hi: make([]float64, n), width: width,
 			offset: vg.Length(float64(j)-float64(len(ss)-1)/2) * width}
 		b.color, _ = seriesStyle(s, g.transports)
 		labels := plotter.XYLabels{XYs: make(plotter.XYs, n), Labels: make([]string, n)}
@@ -558,7 +610,11 @@ func bars(f *figure, g profile, n int, format func(float64) string, value func(s
 				label = "n/a"
 			}
 			b.vals[i], b.ok[i] = v, ok
-			labels.XYs[i] = plotter.XY{X: float64(i), Y: max(v, floor)}
+			at := v
+			if l, h, ok := spread(s, i); ok {
+				b.lo[i], b.hi[i], at = l, h, max(v, h)
+			}
+			labels.XYs[i] = plotter.XY{X: float64(i), Y: max(at, floor)}
 			labels.Labels[i] = label
 		}
 		p.Add(b)
@@ -597,11 +653,11 @@ func bars(f *figure, g profile, n int, format func(float64) string, value func(s
 }
 
 // barSet is one series' bars: a bar per group i at x = i + offset, from
-// the value axis' minimum to vals[i] (where ok[i]). Unlike gonum's
-// BarChart it draws from the axis' minimum, not from 0, so that it draws
-// on a log axis.
+// the value axis' minimum to vals[i] (where ok[i]), and a whisker from
+// lo[i] to hi[i] where hi[i] > 0. Unlike gonum's BarChart it draws from
+// the axis' minimum, not from 0, so that it draws on a log axis.
 type barSet struct {
-	vals          []float64
+	vals, lo, hi  []float64
 	ok            []bool
 	offset, width vg.Length
 	color         color.Color
@@ -618,6 +674,13 @@ func (b *barSet) Plot(c draw.Canvas, p *plot.Plot) {
 		y0, y1 := trY(p.Y.Min), trY(min(v, p.Y.Max))
 		pts := []vg.Point{{X: x - b.width/2, Y: y0}, {X: x + b.width/2, Y: y0}, {X: x + b.width/2, Y: y1}, {X: x - b.width/2, Y: y1}}
 		c.FillPolygon(b.color, c.ClipPolygonY(pts))
+		if b.hi[i] > 0 {
+			lo, hi := trY(max(b.lo[i], p.Y.Min)), trY(min(b.hi[i], p.Y.Max))
+			sty := draw.LineStyle{Color: color.Black, Width: vg.Points(0.75)}
+			c.StrokeLine2(sty, x, lo, x, hi)
+			c.StrokeLine2(sty, x-b.width/4, lo, x+b.width/4, lo)
+			c.StrokeLine2(sty, x-b.width/4, hi, x+b.width/4, hi)
+		}
 	}
 }
 
@@ -632,7 +695,7 @@ func (b *barSet) Thumbnail(c *draw.Canvas) {
 // for a failed row).
 func p99Chart(g profile) figure {
 	p := newPlot(
-		fmt.Sprintf("%s: p99 %s latency vs loss%s", g.name, kindText(g.kind), delayText(g)),
+		fmt.Sprintf("%s: p99 %s latency vs loss%s%s", g.name, kindText(g.kind), delayText(g), g.repsNote(true)),
 		"loss rate, each direction",
 		"p99 "+kindText(g.kind)+" latency (ms)",
 		false,
@@ -647,6 +710,12 @@ func p99Chart(g profile) figure {
 			return r.LatencyMS.P99, "FAILED", true
 		}
 		return r.LatencyMS.P99, ms(r.LatencyMS.P99), true
+	}, func(s series, i int) (float64, float64, bool) {
+		r, ok := find(g.conds[i].rows, s)
+		if !ok {
+			return 0, 0, false
+		}
+		return g.spread(r, func(x bench.Result) float64 { return x.LatencyMS.P99 })
 	})
 	p.NominalX(lossNames(g)...)
 	p.X.Min, p.X.Max = -0.5, float64(len(g.conds))-0.5
@@ -671,7 +740,7 @@ func plain(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // series with a failed row says so in the legend.
 func costChart(g profile) figure {
 	top := newPlot(
-		fmt.Sprintf("%s: p99 latency and wire bytes per message vs loss%s", g.name, delayText(g)),
+		fmt.Sprintf("%s: p99 latency and wire bytes per message vs loss%s%s", g.name, delayText(g), g.repsNote(false)),
 		"", "p99 "+kindText(g.kind)+" latency (ms)", false)
 	bottom := newPlot("", "loss rate, each direction", "wire bytes per message sent", false)
 	f := figure{panels: []*plot.Plot{top, bottom}, height: Height * 3 / 2}
@@ -753,7 +822,7 @@ func throughputChart(g profile) figure {
 			return r.ThroughputMBPerS, strconv.FormatFloat(r.ThroughputMBPerS, 'f', 1, 64)
 		}
 	}
-	p := newPlot(g.name+": throughput ("+unit+", higher is better)", "", unit, false)
+	p := newPlot(g.name+": throughput ("+unit+", higher is better)"+g.repsNote(true), "", unit, false)
 	f := figure{panels: []*plot.Plot{p}, height: Height}
 	names := make([]string, len(g.conds))
 	for i, c := range g.conds {
@@ -769,6 +838,12 @@ func throughputChart(g profile) figure {
 			label = "FAILED"
 		}
 		return v, label, true
+	}, func(s series, i int) (float64, float64, bool) {
+		r, ok := find(g.conds[i].rows, s)
+		if !ok {
+			return 0, 0, false
+		}
+		return g.spread(r, func(x bench.Result) float64 { v, _ := value(x); return v })
 	})
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5

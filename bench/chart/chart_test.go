@@ -429,3 +429,47 @@ func TestLogBars(t *testing.T) {
 		t.Error("bulk (985 and 18.5 MB/s, 53×) drawn on a log scale")
 	}
 }
+
+// Rows of several reps draw their median rep, and the bar charts a
+// whisker over each row's min–max with the label above it.
+func TestWriteChartsReps(t *testing.T) {
+	var rs []bench.Result
+	for rep, scale := range []float64{1, 2, 1.5} {
+		for _, r := range results() {
+			r.Rep = rep
+			r.LatencyMS.P99 *= scale
+			r.ThroughputMBPerS *= scale
+			rs = append(rs, r)
+		}
+	}
+	dir := t.TempDir()
+	files, err := WriteCharts(dir, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := map[string]string{}
+	for _, f := range files {
+		svg[filepath.Base(f)] = readSVG(t, f)
+	}
+	if len(svg) != 9 {
+		t.Errorf("%d charts: %v", len(svg), files)
+	}
+	// Echo at 5 %: tickwire's p99 81.6 ms × 1, 2, 1.5: the median rep is
+	// the 1.5 one, 122 ms; its whisker spans 81.6 to 163 ms.
+	p99 := svg["p99-vs-loss-echo.svg"]
+	for _, s := range []string{">median of 3 reps, whiskers min–max<", ">122<"} {
+		if !strings.Contains(p99, s) {
+			t.Errorf("p99 chart lacks %q", s)
+		}
+	}
+	whiskers := strings.Count(p99, "stroke:#000000;stroke-width:0.75")
+	if whiskers != 3*3*2 { // three strokes per bar, tickwire and kcp at three losses
+		t.Errorf("%d whisker strokes, want %d", whiskers, 3*3*2)
+	}
+	if !strings.Contains(html.UnescapeString(svg["latency-cdf-echo-loss-5.svg"]), ">each row's median rep of 3<") {
+		t.Error("CDF title does not say it draws the median rep")
+	}
+	if !strings.Contains(svg["throughput-bulk.svg"], ">1477.5<") { // 985 × 1.5
+		t.Error("bulk chart does not draw the median rep")
+	}
+}
