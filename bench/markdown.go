@@ -103,7 +103,11 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 	if info.Command != "" {
 		p("```\n%s\n```\n\n", info.Command)
 	}
-	p("**Settings:** %s · %d rep(s) of each row\n\n", settingsLine(info.Suite), max(info.Reps, 1))
+	reps := "1 rep of each row"
+	if info.Reps > 1 {
+		reps = fmt.Sprintf("%d reps of each row, interleaved", info.Reps)
+	}
+	p("**Settings:** %s · %s\n\n", settingsLine(info.Suite), reps)
 	p("**Machine:** %s\n\n", machineLine(info.Machine))
 	if len(rs) > 0 {
 		p("## Summary\n\n```\n")

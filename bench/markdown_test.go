@@ -37,7 +37,7 @@ func TestWriteMarkdown(t *testing.T) {
 	for _, s := range []string{
 		"# tickwire bench\n",
 		"```\ntickwire bench --quick --out x\n```",
-		"**Settings:** profiles echo, bulk · transports tickwire, kcp-fast, kcp-bulk, quic · MTU 1200 · echo: 30 messages × 64 B at 60 Hz, link 25 ms ± 2 ms one way, loss 0/10 %, dup 0 %, burst 1, seed 1 · bulk: 32 MiB within 300ms, direct · 1 rep(s) of each row\n",
+		"**Settings:** profiles echo, bulk · transports tickwire, kcp-fast, kcp-bulk, quic · MTU 1200 · echo: 30 messages × 64 B at 60 Hz, link 25 ms ± 2 ms one way, loss 0/10 %, dup 0 %, burst 1, seed 1 · bulk: 32 MiB within 300ms, direct · 1 rep of each row\n",
 		"**Machine:** linux/amd64, 2 CPUs (Test CPU @ 1 GHz), go1.26.8\n",
 		"\n\n## echo: round-trip latency in ms, link delay ± jitter in ms one way\n\n", "\n\n## pps and bulk: throughput, direct (no relay)\n\n",
 		"**FAILED:** 1 row(s)",
