@@ -95,9 +95,6 @@ func WriteCharts(dir string, rs []bench.Result) ([]string, error) {
 	var written []string
 	write := func(name string, f figure) error {
 		path := filepath.Join(dir, name)
-		if zzDraw != nil {
-			zzDraw(name, f)
-		}
 		b, err := render(f)
 		if err == nil {
 			err = os.WriteFile(path, b, 0o644)
@@ -514,7 +511,6 @@ func siTick(v float64) string {
 // num formats a setting without trailing zeros.
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-var zzDraw func(string, figure)
 
 // cdfChart draws the latency CDF of profile g at condition c: x the
 // latency on a log scale, y the fraction of messages at most x, one line
