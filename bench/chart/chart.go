@@ -511,7 +511,6 @@ func siTick(v float64) string {
 // num formats a setting without trailing zeros.
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-
 // cdfChart draws the latency CDF of profile g at condition c: x the
 // latency on a log scale, y the fraction of messages at most x, one line
 // per series.
