@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -278,27 +279,32 @@ func TestTableNoLatencyAndNotSupported(t *testing.T) {
 	if err := WriteTable(&buf, rs); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("%d lines, want header, 3 rows, 1 note:\n%s", len(lines), buf.String())
+	tables, notes := textTables(buf.String())
+	lat := tables["echo: round-trip latency in ms, link delay ± jitter in ms one way"]
+	tp := tables["pps and bulk: throughput, direct (no relay)"]
+	if len(lat) != 3 || len(tp) != 2 || len(notes) != 1 {
+		t.Fatalf("want 2 echo rows, 1 bulk row, 1 note:\n%s", buf.String())
 	}
-	for i, want := range []struct{ cells []string }{
-		{[]string{"bulk", "kcp-bulk", "rel", "-", "100.0 MB/s", "ok"}},
-		{[]string{"echo", "quic", "rel", "n/a"}},
-		{[]string{"echo", "quic-dgram", "unrel", "1.00", "ok"}}, // unreliable: 9 of 10 is not FAILED
+	for _, c := range []struct {
+		tb   [][]string
+		row  int
+		want map[string]string
+	}{
+		{tp, 1, map[string]string{"profile": "bulk", "transport": "kcp-bulk", "delivery": "rel", "throughput": "100.0 MB/s", "status": "ok"}},
+		{lat, 1, map[string]string{"transport": "quic", "delivery": "rel", "delivered": "-", "p99": "-", "status": "n/a"}},
+		{lat, 2, map[string]string{"transport": "quic-dgram", "delivery": "unrel", "p99": "1.00", "status": "ok"}}, // unreliable: 9 of 10 is not FAILED
 	} {
-		f := strings.Fields(lines[i+1])
-		for _, c := range want.cells {
-			if !strings.Contains(" "+strings.Join(f, " ")+" ", " "+c+" ") {
-				t.Errorf("row %d lacks %q: %s", i, c, lines[i+1])
+		for col, v := range c.want {
+			if got := cellOf(c.tb[0], c.tb[c.row], col); got != v {
+				t.Errorf("%s row: %s = %q, want %q", c.want["transport"], col, got, v)
 			}
 		}
 	}
-	if strings.Contains(lines[1], "0.00") {
-		t.Errorf("bulk row prints a zero latency: %s", lines[1])
+	if slices.ContainsFunc(tp[0], func(h string) bool { return strings.HasPrefix(h, "p") && h != "profile" }) {
+		t.Errorf("throughput table has latency columns: %q", tp[0])
 	}
-	if !strings.HasPrefix(lines[4], "n/a: echo quic (0 % loss): not supported at --mtu 576") {
-		t.Errorf("note %q", lines[4])
+	if !strings.HasPrefix(notes[0], "n/a: echo quic (0 % loss): not supported at --mtu 576") {
+		t.Errorf("note %q", notes[0])
 	}
 }
 

@@ -26,21 +26,31 @@ func CDFChartName(profile string, loss float64) string {
 // P99ChartName is the file name of a latency profile's p99-vs-loss chart.
 func P99ChartName(profile string) string { return "p99-vs-loss-" + profile + ".svg" }
 
+// CostChartName is the file name of a latency profile's chart of p99
+// latency and wire bytes per message against loss, every peer a line.
+func CostChartName(profile string) string { return "p99-bytes-vs-loss-" + profile + ".svg" }
+
 // ThroughputChartName is the file name of a throughput profile's chart.
 func ThroughputChartName(profile string) string { return "throughput-" + profile + ".svg" }
 
 // Machine describes the computer a run was measured on.
 type Machine struct {
-	GOOS, GOARCH string
-	NumCPU       int    // runtime.NumCPU: the CPUs the process may use
-	CPU          string // model name from /proc/cpuinfo; "" where unknown
-	GoVersion    string // runtime.Version
+	GOOS   string `json:"goos"`
+	GOARCH string `json:"goarch"`
+	NumCPU int    `json:"num_cpu"` // runtime.NumCPU: the CPUs the process may use
+	CPU    string `json:"cpu"`     // model name from /proc/cpuinfo; "" where unknown
+	// GoVersion is runtime.Version.
+	GoVersion string `json:"go_version"`
+	// LoadAvg is the 1, 5 and 15 minute load averages when the run
+	// started (/proc/loadavg); empty where unknown. Above NumCPU, rows
+	// shared the CPUs with other work.
+	LoadAvg []float64 `json:"load_avg"`
 }
 
 // ThisMachine returns the Machine the process runs on; it reads
-// /proc/cpuinfo where there is one.
+// /proc/cpuinfo and /proc/loadavg where there are.
 func ThisMachine() Machine {
-	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version()}
+	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAvg: loadAvg()}
 	if fh, err := os.Open("/proc/cpuinfo"); err == nil {
 		m.CPU = cpuModel(fh)
 		fh.Close()
@@ -65,8 +75,10 @@ type RunInfo struct {
 	// Command is the command line that ran, printed so that the report
 	// can be reproduced; omitted when empty.
 	Command string
-	// Suite holds the settings the run used.
+	// Suite holds the settings the run used; Reps how many times each
+	// row ran (0 counts as 1).
 	Suite   Suite
+	Reps    int
 	Machine Machine
 	// Charts are the chart files, as the chart package's WriteCharts
 	// returns them, relative to the report (base names when the report
@@ -77,10 +89,13 @@ type RunInfo struct {
 }
 
 // WriteMarkdown writes rs as a Markdown report: the command, the
-// settings and the machine, then for each profile (in the order of its
-// first row) a table with WriteTable's columns and rows (grouped by
-// Group, FAILED in bold), followed by image links to the profile's
-// charts among info.Charts.
+// settings and the machine, the summary block (WriteSummary) as a code
+// block, then WriteTable's tables, each under a heading of its title
+// (FAILED in bold, the n/a reasons of its rows listed under it); each
+// latency table is followed by image links to its profile's charts among
+// info.Charts (p99 vs loss, p99 and bytes vs loss, then the CDFs by
+// loss), the throughput table by the throughput charts. Then the peer
+// settings, and any chart not linked yet.
 func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 	var bw bytes.Buffer // every block ends in a blank line; the last one's is trimmed
 	p := func(format string, args ...any) { fmt.Fprintf(&bw, format, args...) }
@@ -88,17 +103,22 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 	if info.Command != "" {
 		p("```\n%s\n```\n\n", info.Command)
 	}
-	p("**Settings:** %s\n\n", settingsLine(info.Suite))
-	p("**Machine:** %s\n\n", machineLine(info.Machine))
-	p("Latencies in ms; p99 tw/kcp is tickwire's p99 over kcp's on the same link; FAILED marks a reliable row that delivered a different number of messages than it sent.\n\n")
-
-	rows := Group(rs)
-	var profiles []string
-	for _, r := range rows {
-		if !slices.Contains(profiles, r.Profile) {
-			profiles = append(profiles, r.Profile)
-		}
+	reps := "1 rep of each row"
+	if info.Reps > 1 {
+		reps = fmt.Sprintf("%d reps of each row, interleaved", info.Reps)
 	}
+	p("**Settings:** %s · %s\n\n", settingsLine(info.Suite), reps)
+	p("**Machine:** %s\n\n", machineLine(info.Machine))
+	if len(rs) > 0 {
+		p("## Summary\n\n```\n")
+		if err := WriteSummary(&bw, rs); err != nil {
+			return err
+		}
+		p("```\n\n")
+	}
+	p("Latencies in ms; FAILED marks a reliable row that delivered a different number of messages than it sent; n/a a row that could not run at its settings.\n\n")
+
+	rows := Rows(rs)
 	linked := map[string]bool{}
 	link := func(name, alt string) {
 		if slices.Contains(info.Charts, name) && !linked[name] {
@@ -106,40 +126,45 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 			p("![%s](%s)\n\n", alt, name)
 		}
 	}
-	for _, prof := range profiles {
-		p("## %s\n\n", prof)
-		var failed int
-		writeMarkdownRow(&bw, tableHeader)
-		align := make([]string, len(tableHeader))
-		for i, h := range tableHeader {
+	for _, t := range tables(rs) {
+		p("## %s\n\n", t.title)
+		writeMarkdownRow(&bw, t.header)
+		align := make([]string, len(t.header))
+		for i, h := range t.header {
 			align[i] = "---:"
-			if h == "profile" || h == "transport" || h == "delivery" || h == "status" {
+			if h == "profile" || h == "transport" || h == "delivery" || h == "status" || h == "notes" {
 				align[i] = ":---"
 			}
 		}
 		writeMarkdownRow(&bw, align)
-		var losses []float64
-		for _, r := range rows {
-			if r.Profile != prof {
-				continue
-			}
-			cells := tableRow(r, rows)
-			if r.Failed() {
+		var failed int
+		for i, cells := range t.rows {
+			if t.failed[i] {
 				failed++
-				cells[len(cells)-1] = "**FAILED**"
+				if c := t.statusCol(); c >= 0 {
+					cells = slices.Clone(cells)
+					cells[c] = "**" + cells[c] + "**"
+				}
 			}
 			writeMarkdownRow(&bw, cells)
-			if !slices.Contains(losses, r.Link.Loss) {
-				losses = append(losses, r.Link.Loss)
-			}
 		}
 		p("\n")
-		var notes []string
+		if t.section == "cost" {
+			continue // the n/a reasons and failures are under the first tables
+		}
+		var mine []Row
+		var losses []float64
 		for _, r := range rows {
-			if r.Profile == prof {
-				notes = append(notes, notSupportedNotes([]Result{r})...)
+			f := r.First()
+			if t.section == "latency" && f.Profile == t.profile && hasLatency(r) ||
+				t.section == "throughput" && (f.Profile == ProfilePPS || f.Profile == ProfileBulk) {
+				mine = append(mine, r)
+				if !slices.Contains(losses, f.Link.Loss) {
+					losses = append(losses, f.Link.Loss)
+				}
 			}
 		}
+		notes := notSupportedNotes(mine)
 		for _, n := range notes {
 			p("- %s\n", n)
 		}
@@ -149,13 +174,18 @@ func WriteMarkdown(w io.Writer, rs []Result, info RunInfo) error {
 		if failed > 0 {
 			p("**FAILED:** %d row(s) delivered a different number of messages than they sent.\n\n", failed)
 		}
-		link(P99ChartName(prof), "p99 latency vs loss, "+prof)
-		for _, loss := range losses {
-			link(CDFChartName(prof, loss), fmt.Sprintf("latency CDF, %s, %s %% loss", prof, num(loss)))
+		if t.section == "latency" {
+			link(P99ChartName(t.profile), "p99 latency vs loss, "+t.profile)
+			link(CostChartName(t.profile), "p99 and wire bytes per message vs loss, "+t.profile)
+			for _, loss := range losses {
+				link(CDFChartName(t.profile, loss), fmt.Sprintf("latency CDF, %s, %s %% loss", t.profile, num(loss)))
+			}
+		} else {
+			link(ThroughputChartName(ProfilePPS), "throughput, pps")
+			link(ThroughputChartName(ProfileBulk), "throughput, bulk")
 		}
-		link(ThroughputChartName(prof), "throughput, "+prof)
 	}
-	writePeerSettings(&bw, rows)
+	writePeerSettings(&bw, Group(rs))
 	var rest []string
 	for _, c := range info.Charts {
 		if !linked[c] {
@@ -270,5 +300,9 @@ func machineLine(m Machine) string {
 	if m.CPU != "" {
 		s += " (" + m.CPU + ")"
 	}
-	return s + ", " + m.GoVersion
+	s += ", " + m.GoVersion
+	if len(m.LoadAvg) == 3 {
+		s += fmt.Sprintf(", load %.2f %.2f %.2f at the start", m.LoadAvg[0], m.LoadAvg[1], m.LoadAvg[2])
+	}
+	return s
 }

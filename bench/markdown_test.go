@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +37,9 @@ func TestWriteMarkdown(t *testing.T) {
 	for _, s := range []string{
 		"# tickwire bench\n",
 		"```\ntickwire bench --quick --out x\n```",
-		"**Settings:** profiles echo, bulk · transports tickwire, kcp-fast, kcp-bulk, quic · MTU 1200 · echo: 30 messages × 64 B at 60 Hz, link 25 ms ± 2 ms one way, loss 0/10 %, dup 0 %, burst 1, seed 1 · bulk: 32 MiB within 300ms, direct\n",
+		"**Settings:** profiles echo, bulk · transports tickwire, kcp-fast, kcp-bulk, quic · MTU 1200 · echo: 30 messages × 64 B at 60 Hz, link 25 ms ± 2 ms one way, loss 0/10 %, dup 0 %, burst 1, seed 1 · bulk: 32 MiB within 300ms, direct · 1 rep of each row\n",
 		"**Machine:** linux/amd64, 2 CPUs (Test CPU @ 1 GHz), go1.26.8\n",
-		"\n\n## echo\n\n", "\n\n## bulk\n\n",
+		"\n\n## echo: round-trip latency in ms, link delay ± jitter in ms one way\n\n", "\n\n## pps and bulk: throughput, direct (no relay)\n\n",
 		"**FAILED:** 1 row(s)",
 		"![p99 latency vs loss, echo](p99-vs-loss-echo.svg)",
 		"![latency CDF, echo, 0 % loss](latency-cdf-echo-loss-0.svg)",
@@ -52,14 +53,17 @@ func TestWriteMarkdown(t *testing.T) {
 	if strings.Contains(out, "\n\n\n") || !strings.HasSuffix(out, ")\n") {
 		t.Error("report has a double blank line or does not end in one newline")
 	}
-	// Charts follow their profile's table in a fixed order: p99, then
-	// the CDFs by loss; none under bulk.
-	if i, j, k := strings.Index(out, "p99-vs-loss-echo"), strings.Index(out, "loss-0.svg"), strings.Index(out, "## bulk"); !(i < j && j < k) {
-		t.Errorf("chart order: p99 at %d, CDF 0 %% at %d, bulk section at %d", i, j, k)
+	// Charts follow their table in a fixed order: p99, then the CDFs by
+	// loss; none under the throughput table.
+	if i, j, k := strings.Index(out, "p99-vs-loss-echo"), strings.Index(out, "loss-0.svg"), strings.Index(out, "## pps and bulk"); !(i < j && j < k) {
+		t.Errorf("chart order: p99 at %d, CDF 0 %% at %d, throughput section at %d", i, j, k)
+	}
+	if i, j := strings.Index(out, "## Summary\n\n```\nSummary: 1 rep"), strings.Index(out, "## echo"); i < 0 || i > j {
+		t.Errorf("summary block at %d, echo table at %d", i, j)
 	}
 
-	// Tables: per profile a header, an alignment row and one row per
-	// result, with WriteTable's columns and cells.
+	// Tables: WriteTable's, a header, an alignment row and one row per
+	// result, with the same cells.
 	var tables [][]string
 	var cur []string
 	for _, line := range strings.Split(out, "\n") {
@@ -69,8 +73,9 @@ func TestWriteMarkdown(t *testing.T) {
 			tables, cur = append(tables, cur), nil
 		}
 	}
-	if len(tables) != 2 || len(tables[0]) != 2+4 || len(tables[1]) != 2+2 {
-		t.Fatalf("tables %q", tables)
+	want := tables0(in)
+	if len(tables) != len(want) || len(tables) != 3 {
+		t.Fatalf("%d tables, want %d: %q", len(tables), len(want), tables)
 	}
 	cells := func(line string) []string {
 		f := strings.Split(strings.Trim(line, "|"), "|")
@@ -79,38 +84,34 @@ func TestWriteMarkdown(t *testing.T) {
 		}
 		return f
 	}
-	for _, tb := range tables {
-		if h := cells(tb[0]); strings.Join(h, ",") != strings.Join(tableHeader, ",") {
-			t.Errorf("header %q", h)
+	for k, tb := range tables {
+		if !strings.Contains(out, "## "+want[k].title+"\n\n") {
+			t.Errorf("no heading %q", want[k].title)
 		}
-		for _, line := range tb[1:] {
-			if n := len(cells(line)); n != len(tableHeader) {
-				t.Errorf("%d cells, want %d: %s", n, len(tableHeader), line)
+		if h := cells(tb[0]); !slices.Equal(h, want[k].header) {
+			t.Errorf("table %d header %q, want %q", k, h, want[k].header)
+		}
+		if len(tb) != 2+len(want[k].rows) {
+			t.Errorf("table %d: %d lines, want %d", k, len(tb), 2+len(want[k].rows))
+			continue
+		}
+		for i, line := range tb[2:] {
+			w := slices.Clone(want[k].rows[i])
+			if want[k].failed[i] && want[k].statusCol() >= 0 {
+				w[want[k].statusCol()] = "**" + w[want[k].statusCol()] + "**"
+			}
+			if got := cells(line); !slices.Equal(got, w) {
+				t.Errorf("table %d row %d: %q, want %q", k, i, got, w)
 			}
 		}
 	}
-	echo := tables[0]
-	checks := []struct {
-		line int
-		want map[int]string // column → cell
-	}{
-		{2, map[int]string{0: "echo", 1: "0", 3: "tickwire", 4: "rel", 9: "30.00", 12: "0.50x", 18: "ok"}},
-		{3, map[int]string{3: "kcp-fast", 9: "60.00", 12: "-", 18: "ok"}},
-		{4, map[int]string{1: "10", 3: "tickwire", 6: "9", 12: "0.40x", 18: "**FAILED**"}},
-		{5, map[int]string{3: "kcp-fast", 9: "100.00", 18: "ok"}},
+	if got := cells(tables[0][4]); got[2] != "tickwire" || got[4] != "9/10" || got[len(got)-1] != "**FAILED**" {
+		t.Errorf("failed echo row %q", got)
 	}
-	for _, c := range checks {
-		got := cells(echo[c.line])
-		for col, want := range c.want {
-			if got[col] != want {
-				t.Errorf("echo row %d, %s = %q, want %q", c.line-1, tableHeader[col], got[col], want)
-			}
-		}
-	}
-	if got := cells(tables[1][2]); got[3] != "tickwire" || got[16] != "12.5 MB/s" {
+	if got := cells(tables[1][2]); got[1] != "tickwire" || got[4] != "12.5 MB/s" {
 		t.Errorf("bulk row %q", got)
 	}
-	if a := cells(echo[1]); a[0] != ":---" || a[4] != ":---" || a[5] != "---:" {
+	if a := cells(tables[0][1]); a[0] != "---:" || a[2] != ":---" || a[3] != ":---" || a[5] != "---:" {
 		t.Errorf("alignment row %q", a)
 	}
 
@@ -136,3 +137,6 @@ func TestCPUModel(t *testing.T) {
 		t.Errorf("ThisMachine %+v", m)
 	}
 }
+
+// tables0 is tables, for the test to compare WriteMarkdown's with.
+func tables0(rs []Result) []table { return tables(rs) }

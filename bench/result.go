@@ -1,11 +1,5 @@
 package bench
 
-import (
-	"encoding/json"
-	"io"
-	"slices"
-)
-
 // Latency kinds.
 const (
 	// RTT: the latency is a round trip, send to echo received.
@@ -24,6 +18,9 @@ type Result struct {
 	// promised for its messages (see DeliveryOf). A reliable row that
 	// delivered a different number than it sent Failed.
 	Delivery string `json:"delivery"`
+	// Rep is the row's repetition, 0 … reps-1, in a run of several (see
+	// RunReps); 0 in a run of one.
+	Rep int `json:"rep"`
 	// Config is the peer configuration the row ran: the transport name
 	// and every setting of the implementation that the bench chose or
 	// that differs between peers (windows, modes, MTU, flow control,
@@ -162,32 +159,4 @@ func (r Result) Reliable() bool {
 // more) than it sent.
 func (r Result) Failed() bool {
 	return r.Reliable() && r.NotSupported == "" && r.Delivered != r.Sent
-}
-
-// Report is the JSON document WriteJSON writes.
-type Report struct {
-	Results []Result `json:"results"`
-}
-
-// WriteJSON writes rs as {"results":[…]}, indented, with a final newline.
-// A nil LatencyCDF is written as [] and nil settings as {}, so that every field of the schema
-// has one JSON type; rs is not modified.
-func WriteJSON(w io.Writer, rs []Result) error {
-	if rs == nil {
-		rs = []Result{}
-	}
-	if slices.ContainsFunc(rs, func(r Result) bool { return r.LatencyCDF == nil || r.Config.Settings == nil }) {
-		rs = slices.Clone(rs)
-		for i := range rs {
-			if rs[i].LatencyCDF == nil {
-				rs[i].LatencyCDF = []CDFPoint{}
-			}
-			if rs[i].Config.Settings == nil {
-				rs[i].Config.Settings = map[string]string{}
-			}
-		}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(Report{Results: rs})
 }

@@ -1,14 +1,23 @@
 // Package chart draws a bench run's results as SVG charts with gonum
 // plot: for each profile with latency (echo, actions, load), a latency CDF per
-// link condition and a bar chart of p99 latency against loss; for each
-// throughput profile (pps, bulk), a bar chart of its throughput.
+// link condition, a bar chart of p99 latency against loss and, with more
+// than one loss rate, a chart of p99 latency and wire bytes per message
+// against loss, every peer a line; for each throughput profile (pps,
+// bulk), a bar chart of its throughput.
 //
 // It is a package of its own so that only the tickwire command, not
 // every importer of bench, links gonum plot.
 //
 // # Output
 //
-// Charts are 6 × 4 inch SVG documents. Text is laid out with the
+// Charts are 6 × 4 inch SVG documents (the p99-and-bytes chart, two
+// panels, 6 × 6). The legend sits in a strip below the plot, in as many
+// columns as fit, so that it never covers a line or a bar; a margin
+// keeps every label inside the document. A bar chart whose values span
+// more than 100× (LogSpan) has a log value axis, so that the
+// smallest bar stays visible. With more than one rep, every chart draws
+// each row's median rep (bench.Row.Median), a bar chart with a whisker
+// over the row's min–max, and the title says so. Text is laid out with the
 // Liberation Sans metrics compiled into gonum plot (no font file is read
 // at run time); the SVG names the font family with the generic fallbacks
 // Arial, Helvetica, sans-serif, so a viewer without Liberation Sans draws
@@ -16,7 +25,10 @@
 // the results: the same results give byte-identical files.
 //
 // Each transport keeps one colour and line dash in every chart (tickwire
-// blue and solid, kcp orange and dashed, kcp-default green, raw grey).
+// blue and solid, kcp-fast orange and dashed, kcp-bulk red, kcp-default
+// green, quic purple, raw grey); a transport with both a reliable and an
+// unreliable row in a profile (tickwire's pps) draws its reliable one in
+// a lighter tint, and the legend marks unreliable rows "(unrel)".
 package chart
 
 import (
@@ -55,22 +67,35 @@ var ErrConflict = errors.New("chart: two link conditions with the same loss rate
 
 // WriteCharts draws rs into SVG files in dir, which must exist, and
 // returns their paths (dir joined with bench.CDFChartName,
-// bench.P99ChartName or bench.ThroughputChartName) in a fixed order:
-// profile by profile in the order of bench.Group, a latency profile's p99
-// chart then its CDFs by ascending loss, a throughput profile's one
-// chart. A latency profile is one with a row whose latency kind is set
+// bench.P99ChartName, bench.CostChartName or bench.ThroughputChartName)
+// in a fixed order: profile by profile in the order of bench.Group, a
+// latency profile's p99 chart, its p99-and-bytes chart (when it has more
+// than one loss rate), then its CDFs by ascending loss; a throughput
+// profile's one chart. Rows of several reps are drawn by their median
+// rep. A latency profile is one with a row whose latency kind is set
 // and not bench.NoLatency; its CDF at a link condition is drawn when a row
 // there has a LatencyCDF. No results, no files. On an error, the files
 // already written stay, and are returned with it.
 func WriteCharts(dir string, rs []bench.Result) ([]string, error) {
-	ps := profiles(rs)
+	ps := profiles(medians(rs))
+	for _, r := range bench.Rows(rs) {
+		for i := range ps {
+			if ps[i].name == r.First().Profile {
+				if ps[i].reps == nil {
+					ps[i].reps = map[repKey]bench.Row{}
+				}
+				ps[i].reps[keyOf(r.First())] = r
+				ps[i].nreps = max(ps[i].nreps, len(r.Reps))
+			}
+		}
+	}
 	if err := conflicts(ps); err != nil {
 		return nil, err
 	}
 	var written []string
-	write := func(name string, p *plot.Plot) error {
+	write := func(name string, f figure) error {
 		path := filepath.Join(dir, name)
-		b, err := render(p)
+		b, err := render(f)
 		if err == nil {
 			err = os.WriteFile(path, b, 0o644)
 		}
@@ -90,6 +115,11 @@ func WriteCharts(dir string, rs []bench.Result) ([]string, error) {
 		if err := write(bench.P99ChartName(g.name), p99Chart(g)); err != nil {
 			return written, err
 		}
+		if len(g.conds) > 1 {
+			if err := write(bench.CostChartName(g.name), costChart(g)); err != nil {
+				return written, err
+			}
+		}
 		for _, c := range g.conds {
 			if !slices.ContainsFunc(c.rows, func(r bench.Result) bool { return len(r.LatencyCDF) > 0 }) {
 				continue
@@ -108,7 +138,80 @@ type profile struct {
 	latency    bool     // some row has a latency
 	kind       string   // the latency kind of the first such row
 	transports []string // in bench.Group order
+	series     []series // in bench.Group order
 	conds      []cond   // by ascending loss
+	// reps holds every row's reps, for the bars' min–max whiskers.
+	reps  map[repKey]bench.Row
+	nreps int // the most reps of a row
+}
+
+// repsNote is a second title line saying what a chart of several reps
+// draws (bars: whiskers too), or "".
+func (g profile) repsNote(whiskers bool) string {
+	switch {
+	case g.nreps < 2:
+		return ""
+	case whiskers:
+		return fmt.Sprintf("\nmedian of %d reps, whiskers min–max", g.nreps)
+	}
+	return fmt.Sprintf("\neach row's median rep of %d", g.nreps)
+}
+
+// repKey identifies a row of a profile.
+type repKey struct {
+	transport, delivery string
+	link                bench.LinkResult
+}
+
+func keyOf(r bench.Result) repKey { return repKey{r.Transport, deliveryOf(r), r.Link} }
+
+// spread returns f's min–max over the reps of r's row in g, and whether
+// it has more than one rep that ran.
+func (g profile) spread(r bench.Result, f func(bench.Result) float64) (lo, hi float64, ok bool) {
+	row, found := g.reps[keyOf(r)]
+	if !found {
+		return 0, 0, false
+	}
+	st := row.Stat(f)
+	return st.Min, st.Max, st.N > 1
+}
+
+// series is one line or set of bars: a transport's rows of one delivery.
+type series struct {
+	transport, delivery string
+	label               string // the transport, "(unrel)" or "(rel)" added where needed
+	tint                bool   // the reliable row of a transport that has both
+}
+
+// medians returns one result per bench.Row of rs: its median rep.
+func medians(rs []bench.Result) []bench.Result {
+	rows := bench.Rows(rs)
+	out := make([]bench.Result, len(rows))
+	for i, r := range rows {
+		out[i] = r.Median()
+	}
+	return out
+}
+
+// deliveryOf is r's delivery, its profile's default when not set.
+func deliveryOf(r bench.Result) string {
+	if r.Delivery != "" {
+		return r.Delivery
+	}
+	if r.Reliable() {
+		return bench.Reliable
+	}
+	return bench.Unreliable
+}
+
+// find returns the row of series s among rows.
+func find(rows []bench.Result, s series) (bench.Result, bool) {
+	for _, r := range rows {
+		if r.Transport == s.transport && deliveryOf(r) == s.delivery {
+			return r, true
+		}
+	}
+	return bench.Result{}, false
 }
 
 // cond is the rows of one profile at one link condition.
@@ -135,6 +238,11 @@ func profiles(rs []bench.Result) []profile {
 		if !slices.Contains(p.transports, r.Transport) {
 			p.transports = append(p.transports, r.Transport)
 		}
+		if se := (series{transport: r.Transport, delivery: deliveryOf(r)}); !slices.ContainsFunc(p.series, func(o series) bool {
+			return o.transport == se.transport && o.delivery == se.delivery
+		}) {
+			p.series = append(p.series, se)
+		}
 		j := slices.IndexFunc(p.conds, func(c cond) bool { return c.link == r.Link })
 		if j < 0 {
 			p.conds = append(p.conds, cond{link: r.Link})
@@ -144,6 +252,18 @@ func profiles(rs []bench.Result) []profile {
 	}
 	for i := range out {
 		slices.SortStableFunc(out[i].conds, func(a, b cond) int { return cmp.Compare(a.link.Loss, b.link.Loss) })
+		ss := out[i].series
+		for j := range ss {
+			both := slices.ContainsFunc(ss, func(o series) bool { return o.transport == ss[j].transport && o.delivery != ss[j].delivery })
+			ss[j].label = ss[j].transport
+			switch {
+			case ss[j].delivery == bench.Unreliable:
+				ss[j].label += " (unrel)"
+			case both:
+				ss[j].label += " (rel)"
+				ss[j].tint = true
+			}
+		}
 	}
 	return out
 }
@@ -186,6 +306,18 @@ func rgb(v uint32) color.Color {
 	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
 }
 
+// seriesStyle returns the colour and dash of s among the transports ts:
+// its transport's, tinted for a tint series.
+func seriesStyle(s series, ts []string) (color.Color, []vg.Length) {
+	c, d := style(s.transport, ts)
+	if s.tint {
+		r, g, b, _ := c.RGBA()
+		mix := func(v uint32) uint8 { return uint8((v>>8)*11/20 + 255*9/20) }
+		c = color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 0xff}
+	}
+	return c, d
+}
+
 // style returns the colour and dash of transport t, the i-th of ts.
 func style(t string, ts []string) (color.Color, []vg.Length) {
 	if i := slices.Index(bench.Transports, t); i >= 0 {
@@ -221,8 +353,6 @@ func newPlot(title, x, y string, vgrid bool) *plot.Plot {
 		a.Label.TextStyle.Font = sans(10)
 		a.Tick.Label.Font = sans(9)
 	}
-	p.Legend.TextStyle.Font = sans(9)
-	p.Legend.Padding = vg.Points(2)
 	grid := &plotter.Grid{Horizontal: draw.LineStyle{Color: color.Gray{Y: 0xdd}, Width: vg.Points(0.5)}}
 	if vgrid {
 		grid.Vertical = grid.Horizontal
@@ -260,55 +390,6 @@ func failedText(r bench.Result) string {
 		return ""
 	}
 	return fmt.Sprintf(", FAILED %d/%d", r.Delivered, r.Sent)
-}
-
-// cdfChart draws the latency CDF of profile g at condition c: x the
-// latency on a log scale, y the fraction of messages at most x, one line
-// per transport.
-func cdfChart(g profile, c cond) *plot.Plot {
-	p := newPlot(
-		fmt.Sprintf("%s: %s latency CDF, %s", g.name, kindText(g.kind), linkText(c.link)),
-		kindText(g.kind)+" latency (ms, log scale)",
-		"fraction of messages ≤ x",
-		true,
-	)
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, r := range c.rows {
-		if len(r.LatencyCDF) == 0 {
-			continue
-		}
-		pts := make(plotter.XYs, len(r.LatencyCDF))
-		for i, pt := range r.LatencyCDF {
-			// A latency is at least 1 µs (the histogram's floor): > 0
-			// for the log scale.
-			pts[i] = plotter.XY{X: max(pt.MS, 0.001), Y: pt.Percentile / 100}
-			lo, hi = min(lo, pts[i].X), max(hi, pts[i].X)
-		}
-		line, _ := plotter.NewLine(pts) // finite points: cannot fail
-		line.Color, line.Dashes = style(r.Transport, g.transports)
-		line.Width = vg.Points(1.75)
-		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s (p50 %s, p99 %s ms%s)", r.Transport,
-			ms(r.LatencyMS.P50), ms(r.LatencyMS.P99), failedText(r)), line)
-	}
-	p.X.Scale = plot.LogScale{}
-	p.X.Min, p.X.Max = niceFloor(lo/1.05), niceCeil(hi*1.05)
-	p.X.Tick.Marker = plot.TickerFunc(logTicks)
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Y.Tick.Marker = plot.TickerFunc(func(float64, float64) []plot.Tick {
-		var ts []plot.Tick
-		for i := 0; i <= 10; i++ {
-			t := plot.Tick{Value: float64(i) / 10}
-			if i%2 == 0 {
-				t.Label = strconv.FormatFloat(t.Value, 'f', 1, 64)
-			}
-			ts = append(ts, t)
-		}
-		return ts
-	})
-	p.Legend.Top, p.Legend.Left = false, false // bottom right: below the curves
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(6)
-	return p
 }
 
 // logTicks marks a log axis from lo to hi at 1 … 9 times the powers of
@@ -368,53 +449,6 @@ func leading(v float64) int {
 	return int(math.Round(v / math.Pow10(int(math.Floor(math.Log10(v)+1e-9)))))
 }
 
-// bars adds to p one bar chart per transport of ts over the groups
-// 0 … n-1, value(t, i) giving the bar's height and label (ok false: no
-// bar, label "n/a"), and a legend entry each; the y axis starts at 0,
-// plainly labelled.
-func bars(p *plot.Plot, ts []string, n int, value func(t string, i int) (v float64, label string, ok bool)) {
-	width := vg.Points(min(22, 64/float64(len(ts))))
-	var top float64
-	for j, t := range ts {
-		vals := make(plotter.Values, n)
-		labels := plotter.XYLabels{XYs: make(plotter.XYs, n), Labels: make([]string, n)}
-		for i := range n {
-			v, label, ok := value(t, i)
-			if !ok {
-				label = "n/a"
-			}
-			vals[i] = v
-			labels.XYs[i] = plotter.XY{X: float64(i), Y: v}
-			labels.Labels[i] = label
-			top = max(top, v)
-		}
-		b, _ := plotter.NewBarChart(vals, width) // finite values, width > 0: cannot fail
-		b.Color, _ = style(t, ts)
-		b.LineStyle.Width = 0
-		b.Offset = vg.Length(float64(j)-float64(len(ts)-1)/2) * width
-		p.Add(b)
-		p.Legend.Add(t, b)
-		l, _ := plotter.NewLabels(labels) // as many labels as points: cannot fail
-		for i := range l.TextStyle {
-			l.TextStyle[i].Font = sans(7)
-			l.TextStyle[i].XAlign = draw.XCenter
-			l.TextStyle[i].YAlign = draw.YBottom
-			l.TextStyle[i].Handler = plot.DefaultTextHandler
-		}
-		l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
-		p.Add(l)
-	}
-	p.Y.Min = 0
-	if top > 0 {
-		p.Y.Max = top * 1.12 // room for the labels
-	} else {
-		p.Y.Max = 1
-	}
-	p.Y.Tick.Marker = ticks(func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(4)
-}
-
 // ticks returns gonum plot's default ticks, labelled by format (the
 // default labels carry trailing zeros: "250.00").
 func ticks(format func(float64) string) plot.Ticker {
@@ -427,36 +461,6 @@ func ticks(format func(float64) string) plot.Ticker {
 		}
 		return ts
 	})
-}
-
-// p99Chart draws profile g's p99 latency against loss: one group of bars
-// per loss rate, one bar per transport, labelled with its value (FAILED
-// for a failed row).
-func p99Chart(g profile) *plot.Plot {
-	p := newPlot(
-		fmt.Sprintf("%s: p99 %s latency vs loss%s", g.name, kindText(g.kind), delayText(g)),
-		"loss rate, each direction",
-		"p99 "+kindText(g.kind)+" latency (ms)",
-		false,
-	)
-	names := make([]string, len(g.conds))
-	for i, c := range g.conds {
-		names[i] = num(c.link.Loss) + " %"
-	}
-	bars(p, g.transports, len(g.conds), func(t string, i int) (float64, string, bool) {
-		j := slices.IndexFunc(g.conds[i].rows, func(r bench.Result) bool { return r.Transport == t })
-		if j < 0 {
-			return 0, "", false
-		}
-		r := g.conds[i].rows[j]
-		if r.Failed() {
-			return r.LatencyMS.P99, "FAILED", true
-		}
-		return r.LatencyMS.P99, ms(r.LatencyMS.P99), true
-	})
-	p.NominalX(names...)
-	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
-	return p
 }
 
 // delayText is ", D ms ± J ms one way" when every condition of g has the
@@ -472,54 +476,6 @@ func delayText(g profile) string {
 		return ""
 	}
 	return ", " + num(l.DelayMS) + " ms ± " + num(l.JitterMS) + " ms one way"
-}
-
-// throughputChart draws a throughput profile's rows: MB/s for bulk,
-// messages per second for the others (pps), one bar per transport and
-// link condition.
-func throughputChart(g profile) *plot.Plot {
-	unit, value := "messages/s", func(r bench.Result) (float64, string) {
-		return r.ThroughputMsgsPerS, si(r.ThroughputMsgsPerS)
-	}
-	if g.name == bench.ProfileBulk {
-		unit, value = "MB/s", func(r bench.Result) (float64, string) {
-			return r.ThroughputMBPerS, strconv.FormatFloat(r.ThroughputMBPerS, 'f', 1, 64)
-		}
-	}
-	p := newPlot(g.name+": throughput ("+unit+", higher is better)", "", unit, false)
-	names := make([]string, len(g.conds))
-	for i, c := range g.conds {
-		names[i] = "direct, " + linkText(c.link) // the throughput profiles bypass the relay
-	}
-	bars(p, g.transports, len(g.conds), func(t string, i int) (float64, string, bool) {
-		j := slices.IndexFunc(g.conds[i].rows, func(r bench.Result) bool { return r.Transport == t })
-		if j < 0 {
-			return 0, "", false
-		}
-		r := g.conds[i].rows[j]
-		v, label := value(r)
-		if r.Failed() {
-			label = "FAILED"
-		}
-		return v, label, true
-	})
-	p.Y.Tick.Marker = ticks(siTick) // after bars: "8M", not "8000000"
-	p.NominalX(names...)
-	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
-	return p
-}
-
-// render draws p as an SVG document whose font families have generic
-// fallbacks.
-func render(p *plot.Plot) ([]byte, error) {
-	c := vgsvg.New(Width, Height)
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Sans;"),
-		[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")), nil
 }
 
 // ms formats a latency in ms: one decimal, none from 100 ms.
@@ -554,3 +510,440 @@ func siTick(v float64) string {
 
 // num formats a setting without trailing zeros.
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// cdfChart draws the latency CDF of profile g at condition c: x the
+// latency on a log scale, y the fraction of messages at most x, one line
+// per series.
+func cdfChart(g profile, c cond) figure {
+	p := newPlot(
+		fmt.Sprintf("%s: %s latency CDF, %s%s", g.name, kindText(g.kind), linkText(c.link), g.repsNote(false)),
+		kindText(g.kind)+" latency (ms, log scale)",
+		"fraction of messages ≤ x",
+		true,
+	)
+	f := figure{panels: []*plot.Plot{p}, height: Height}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range g.series {
+		r, ok := find(c.rows, s)
+		if !ok || len(r.LatencyCDF) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, len(r.LatencyCDF))
+		for i, pt := range r.LatencyCDF {
+			// A latency is at least 1 µs (the histogram's floor): > 0
+			// for the log scale.
+			pts[i] = plotter.XY{X: max(pt.MS, 0.001), Y: pt.Percentile / 100}
+			lo, hi = min(lo, pts[i].X), max(hi, pts[i].X)
+		}
+		line, _ := plotter.NewLine(pts) // finite points: cannot fail
+		line.Color, line.Dashes = seriesStyle(s, g.transports)
+		line.Width = vg.Points(1.75)
+		p.Add(line)
+		f.legend = append(f.legend, legendItem{fmt.Sprintf("%s (p50 %s, p99 %s ms%s)", s.label,
+			ms(r.LatencyMS.P50), ms(r.LatencyMS.P99), failedText(r)), []plot.Thumbnailer{line}})
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Min, p.X.Max = niceFloor(lo/1.05), niceCeil(hi*1.05)
+	p.X.Tick.Marker = plot.TickerFunc(logTicks)
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = plot.TickerFunc(func(float64, float64) []plot.Tick {
+		var ts []plot.Tick
+		for i := 0; i <= 10; i++ {
+			t := plot.Tick{Value: float64(i) / 10}
+			if i%2 == 0 {
+				t.Label = strconv.FormatFloat(t.Value, 'f', 1, 64)
+			}
+			ts = append(ts, t)
+		}
+		return ts
+	})
+	return f
+}
+
+// LogSpan is the ratio of the largest to the smallest positive value of
+// a bar chart above which its value axis is logarithmic.
+const LogSpan = 100
+
+// bars adds to f's one panel one set of bars per series over the groups
+// 0 … n-1, value(s, i) giving the bar's height and label (ok false: no
+// bar, label "n/a"), and a legend entry each; where the row ran more
+// than one rep, spread(s, i) gives the min–max a whisker spans (the bar
+// is the median rep) and the label sits above it. The value axis starts at 0,
+// plainly labelled by format, unless the positive values span more than
+// LogSpan: then it is logarithmic, from below the smallest.
+func bars(f *figure, g profile, n int, format func(float64) string, value func(s series, i int) (v float64, label string, ok bool),
+	spread func(s series, i int) (lo, hi float64, ok bool)) {
+	p := f.panels[0]
+	ss := g.series
+	// About three quarters of a 6-inch plot's width shared by the bars:
+	// wide enough for their labels, at most 36 points.
+	width := vg.Points(min(36, 285/float64(n*len(ss))))
+	lo, top := math.Inf(1), 0.0
+	for _, s := range ss {
+		for i := range n {
+			if v, _, ok := value(s, i); ok && v > 0 {
+				lo, top = min(lo, v), max(top, v)
+			}
+			if l, h, ok := spread(s, i); ok && l > 0 {
+				lo, top = min(lo, l), max(top, h)
+			}
+		}
+	}
+	logAxis := top > 0 && top/lo > LogSpan
+	floor := 0.0
+	if logAxis {
+		floor = niceFloor(lo / 10) // the smallest bar a decade tall
+	}
+	for j, s := range ss {
+		b := &barSet{vals: make([]float64, n), ok: make([]bool, n), lo: make([]float64, n), hi: make([]float64, n), width: width,
+			offset: vg.Length(float64(j)-float64(len(ss)-1)/2) * width}
+		b.color, _ = seriesStyle(s, g.transports)
+		labels := plotter.XYLabels{XYs: make(plotter.XYs, n), Labels: make([]string, n)}
+		for i := range n {
+			v, label, ok := value(s, i)
+			if !ok {
+				label = "n/a"
+			}
+			b.vals[i], b.ok[i] = v, ok
+			at := v
+			if l, h, ok := spread(s, i); ok {
+				b.lo[i], b.hi[i], at = l, h, max(v, h)
+			}
+			labels.XYs[i] = plotter.XY{X: float64(i), Y: max(at, floor)}
+			labels.Labels[i] = label
+		}
+		p.Add(b)
+		f.legend = append(f.legend, legendItem{s.label, []plot.Thumbnailer{b}})
+		l, _ := plotter.NewLabels(labels) // as many labels as points: cannot fail
+		for i := range l.TextStyle {
+			l.TextStyle[i].Font = sans(7)
+			l.TextStyle[i].XAlign = draw.XCenter
+			l.TextStyle[i].YAlign = draw.YBottom
+			l.TextStyle[i].Handler = plot.DefaultTextHandler
+		}
+		l.Offset = vg.Point{X: b.offset, Y: vg.Points(2)}
+		p.Add(l)
+	}
+	switch {
+	case logAxis:
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Min, p.Y.Max = floor, niceCeil(top*2) // room for the labels
+		p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+			ts := logTicks(lo, hi)
+			for i := range ts {
+				if ts[i].Label != "" {
+					ts[i].Label = format(ts[i].Value)
+				}
+			}
+			return ts
+		})
+		p.Y.Label.Text += " (log scale)"
+	default:
+		p.Y.Min, p.Y.Max = 0, 1
+		if top > 0 {
+			p.Y.Max = top * 1.12 // room for the labels
+		}
+		p.Y.Tick.Marker = ticks(format)
+	}
+}
+
+// barSet is one series' bars: a bar per group i at x = i + offset, from
+// the value axis' minimum to vals[i] (where ok[i]), and a whisker from
+// lo[i] to hi[i] where hi[i] > 0. Unlike gonum's BarChart it draws from
+// the axis' minimum, not from 0, so that it draws on a log axis.
+type barSet struct {
+	vals, lo, hi  []float64
+	ok            []bool
+	offset, width vg.Length
+	color         color.Color
+}
+
+// Plot implements plot.Plotter.
+func (b *barSet) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for i, v := range b.vals {
+		if !b.ok[i] || v <= p.Y.Min {
+			continue
+		}
+		x := trX(float64(i)) + b.offset
+		y0, y1 := trY(p.Y.Min), trY(min(v, p.Y.Max))
+		pts := []vg.Point{{X: x - b.width/2, Y: y0}, {X: x + b.width/2, Y: y0}, {X: x + b.width/2, Y: y1}, {X: x - b.width/2, Y: y1}}
+		c.FillPolygon(b.color, c.ClipPolygonY(pts))
+		if b.hi[i] > 0 {
+			lo, hi := trY(max(b.lo[i], p.Y.Min)), trY(min(b.hi[i], p.Y.Max))
+			sty := draw.LineStyle{Color: color.Black, Width: vg.Points(0.75)}
+			c.StrokeLine2(sty, x, lo, x, hi)
+			c.StrokeLine2(sty, x-b.width/4, lo, x+b.width/4, lo)
+			c.StrokeLine2(sty, x-b.width/4, hi, x+b.width/4, hi)
+		}
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer: a filled square.
+func (b *barSet) Thumbnail(c *draw.Canvas) {
+	pts := []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}}
+	c.FillPolygon(b.color, pts)
+}
+
+// p99Chart draws profile g's p99 latency against loss: one group of bars
+// per loss rate, one bar per series, labelled with its value (FAILED
+// for a failed row).
+func p99Chart(g profile) figure {
+	p := newPlot(
+		fmt.Sprintf("%s: p99 %s latency vs loss%s%s", g.name, kindText(g.kind), delayText(g), g.repsNote(true)),
+		"loss rate, each direction",
+		"p99 "+kindText(g.kind)+" latency (ms)",
+		false,
+	)
+	f := figure{panels: []*plot.Plot{p}, height: Height}
+	bars(&f, g, len(g.conds), plain, func(s series, i int) (float64, string, bool) {
+		r, ok := find(g.conds[i].rows, s)
+		if !ok || r.NotSupported != "" {
+			return 0, "", false
+		}
+		if r.Failed() {
+			return r.LatencyMS.P99, "FAILED", true
+		}
+		return r.LatencyMS.P99, ms(r.LatencyMS.P99), true
+	}, func(s series, i int) (float64, float64, bool) {
+		r, ok := find(g.conds[i].rows, s)
+		if !ok {
+			return 0, 0, false
+		}
+		return g.spread(r, func(x bench.Result) float64 { return x.LatencyMS.P99 })
+	})
+	p.NominalX(lossNames(g)...)
+	p.X.Min, p.X.Max = -0.5, float64(len(g.conds))-0.5
+	return f
+}
+
+// lossNames labels g's conditions by their loss rate.
+func lossNames(g profile) []string {
+	names := make([]string, len(g.conds))
+	for i, c := range g.conds {
+		names[i] = num(c.link.Loss) + " %"
+	}
+	return names
+}
+
+// plain formats an axis value without trailing zeros.
+func plain(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// costChart draws profile g's p99 latency (top) and wire bytes per
+// message sent (bottom) against loss, one line with points per series,
+// the loss rates evenly spaced. A row that could not run has no point; a
+// series with a failed row says so in the legend.
+func costChart(g profile) figure {
+	top := newPlot(
+		fmt.Sprintf("%s: p99 latency and wire bytes per message vs loss%s%s", g.name, delayText(g), g.repsNote(false)),
+		"", "p99 "+kindText(g.kind)+" latency (ms)", false)
+	bottom := newPlot("", "loss rate, each direction", "wire bytes per message sent", false)
+	f := figure{panels: []*plot.Plot{top, bottom}, height: Height * 3 / 2}
+	var hiLat, loLat, hiBytes float64 = 0, math.Inf(1), 0
+	for _, s := range g.series {
+		var lat, wire plotter.XYs
+		var failed []string
+		for i, c := range g.conds {
+			r, ok := find(c.rows, s)
+			if !ok || r.NotSupported != "" || r.Sent == 0 {
+				continue
+			}
+			if r.Failed() {
+				failed = append(failed, num(c.link.Loss)+" %")
+			}
+			if r.Delivered > 0 && r.LatencyMS.P99 > 0 {
+				lat = append(lat, plotter.XY{X: float64(i), Y: r.LatencyMS.P99})
+				hiLat, loLat = max(hiLat, r.LatencyMS.P99), min(loLat, r.LatencyMS.P99)
+			}
+			b := float64(r.WireBytes) / float64(r.Sent)
+			wire = append(wire, plotter.XY{X: float64(i), Y: b})
+			hiBytes = max(hiBytes, b)
+		}
+		if len(lat) == 0 && len(wire) == 0 {
+			continue
+		}
+		col, dash := seriesStyle(s, g.transports)
+		var thumbs []plot.Thumbnailer
+		for _, d := range []struct {
+			p   *plot.Plot
+			pts plotter.XYs
+		}{{top, lat}, {bottom, wire}} {
+			if len(d.pts) == 0 {
+				continue
+			}
+			l, sc, _ := plotter.NewLinePoints(d.pts) // finite points: cannot fail
+			l.Color, l.Dashes, l.Width = col, dash, vg.Points(1.5)
+			sc.Color, sc.Shape, sc.Radius = col, draw.CircleGlyph{}, vg.Points(2.5)
+			d.p.Add(l, sc)
+			if thumbs == nil {
+				thumbs = []plot.Thumbnailer{l, sc}
+			}
+		}
+		label := s.label
+		if len(failed) > 0 {
+			label += ", FAILED at " + strings.Join(failed, ", ")
+		}
+		f.legend = append(f.legend, legendItem{label, thumbs})
+	}
+	names := lossNames(g)
+	for _, p := range f.panels {
+		p.NominalX(names...)
+		p.X.Min, p.X.Max = -0.25, float64(len(names))-0.75
+	}
+	top.X.Tick.Label.Color = color.Transparent // the bottom panel names the losses
+	if hiLat > 0 && hiLat/loLat > LogSpan {
+		top.Y.Scale = plot.LogScale{}
+		top.Y.Min, top.Y.Max = niceFloor(loLat/1.2), niceCeil(hiLat*1.2)
+		top.Y.Tick.Marker = plot.TickerFunc(logTicks)
+		top.Y.Label.Text += ", log scale"
+	} else {
+		top.Y.Min, top.Y.Max = 0, max(hiLat*1.1, 1)
+		top.Y.Tick.Marker = ticks(plain)
+	}
+	bottom.Y.Min, bottom.Y.Max = 0, max(hiBytes*1.1, 1)
+	bottom.Y.Tick.Marker = ticks(plain)
+	return f
+}
+
+// throughputChart draws a throughput profile's rows: MB/s for bulk,
+// messages per second for the others (pps), one bar per series and
+// link condition.
+func throughputChart(g profile) figure {
+	unit, format, value := "messages/s", siTick, func(r bench.Result) (float64, string) {
+		return r.ThroughputMsgsPerS, si(r.ThroughputMsgsPerS)
+	}
+	if g.name == bench.ProfileBulk {
+		unit, format, value = "MB/s", plain, func(r bench.Result) (float64, string) {
+			return r.ThroughputMBPerS, strconv.FormatFloat(r.ThroughputMBPerS, 'f', 1, 64)
+		}
+	}
+	p := newPlot(g.name+": throughput ("+unit+", higher is better)"+g.repsNote(true), "", unit, false)
+	f := figure{panels: []*plot.Plot{p}, height: Height}
+	names := make([]string, len(g.conds))
+	for i, c := range g.conds {
+		names[i] = "direct, " + linkText(c.link) // the throughput profiles bypass the relay
+	}
+	bars(&f, g, len(g.conds), format, func(s series, i int) (float64, string, bool) {
+		r, ok := find(g.conds[i].rows, s)
+		if !ok || r.NotSupported != "" {
+			return 0, "", false
+		}
+		v, label := value(r)
+		if r.Failed() {
+			label = "FAILED"
+		}
+		return v, label, true
+	}, func(s series, i int) (float64, float64, bool) {
+		r, ok := find(g.conds[i].rows, s)
+		if !ok {
+			return 0, 0, false
+		}
+		return g.spread(r, func(x bench.Result) float64 { v, _ := value(x); return v })
+	})
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
+	return f
+}
+
+// figure is one chart: its panels, stacked top to bottom on one x axis,
+// and its legend, drawn below them (see drawFigure).
+type figure struct {
+	panels []*plot.Plot
+	legend []legendItem
+	height vg.Length
+}
+
+// legendItem is one legend entry.
+type legendItem struct {
+	text   string
+	thumbs []plot.Thumbnailer
+}
+
+// Layout of a figure.
+const (
+	margin       = 10 // points around the figure: room for a label's overhang and a wider fallback font
+	thumbWidth   = 20 // points
+	legendGap    = 4  // points between a thumbnail and its text
+	legendColGap = 16 // points between legend columns
+	legendRowPad = 3  // points between legend rows
+)
+
+// legendStyle is the legend's text style.
+func legendStyle() draw.TextStyle {
+	return draw.TextStyle{Color: color.Black, Font: sans(9), XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
+}
+
+// drawFigure draws f on c: inside a margin, the panels above a legend
+// strip, the strip holding the entries in as many columns as fit the
+// width (filled top to bottom, then left to right), centred.
+func drawFigure(c draw.Canvas, f figure) {
+	c = draw.Crop(c, vg.Points(margin), -vg.Points(margin), vg.Points(margin), -vg.Points(margin))
+	rects, strip := legendLayout(c.Rectangle, f.legend)
+	area := draw.Crop(c, 0, 0, strip, 0)
+	if len(f.panels) == 1 {
+		f.panels[0].Draw(area)
+	} else {
+		col := make([][]*plot.Plot, len(f.panels))
+		for i, p := range f.panels {
+			col[i] = []*plot.Plot{p}
+		}
+		cs := plot.Align(col, draw.Tiles{Rows: len(f.panels), Cols: 1, PadY: vg.Points(8)}, area)
+		for i, p := range f.panels {
+			p.Draw(cs[i][0])
+		}
+	}
+	sty := legendStyle()
+	for i, it := range f.legend {
+		r := rects[i]
+		icon := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+			Min: vg.Point{X: r.Min.X, Y: r.Min.Y + 1}, Max: vg.Point{X: r.Min.X + vg.Points(thumbWidth), Y: r.Max.Y - 1}}}
+		for _, t := range it.thumbs {
+			t.Thumbnail(&icon)
+		}
+		c.FillText(sty, vg.Point{X: r.Min.X + vg.Points(thumbWidth+legendGap), Y: (r.Min.Y + r.Max.Y) / 2}, it.text)
+	}
+}
+
+// legendLayout returns the rectangle of each legend entry (thumbnail and
+// text) inside box, and the height of the strip at box's bottom that
+// holds them (0 for none).
+func legendLayout(box vg.Rectangle, items []legendItem) ([]vg.Rectangle, vg.Length) {
+	if len(items) == 0 {
+		return nil, 0
+	}
+	sty := legendStyle()
+	var w, h vg.Length
+	for _, it := range items {
+		r := sty.Rectangle(it.text)
+		w, h = max(w, r.Size().X), max(h, r.Size().Y)
+	}
+	w += vg.Points(thumbWidth + legendGap)
+	h += vg.Points(legendRowPad)
+	cols := max(1, min(len(items), int((box.Size().X+vg.Points(legendColGap))/(w+vg.Points(legendColGap)))))
+	rows := (len(items) + cols - 1) / cols
+	cols = (len(items) + rows - 1) / rows // as few columns as that many rows need
+	total := vg.Length(cols)*w + vg.Length(cols-1)*vg.Points(legendColGap)
+	x0 := box.Min.X + (box.Size().X-total)/2
+	strip := vg.Length(rows)*h + vg.Points(6)
+	out := make([]vg.Rectangle, len(items))
+	for i := range items {
+		col, row := i/rows, i%rows
+		x := x0 + vg.Length(col)*(w+vg.Points(legendColGap))
+		y := box.Min.Y + strip - vg.Length(row+1)*h
+		out[i] = vg.Rectangle{Min: vg.Point{X: x, Y: y}, Max: vg.Point{X: x + w, Y: y + h - vg.Points(legendRowPad)}}
+	}
+	return out, strip
+}
+
+// render draws f as an SVG document whose font families have generic
+// fallbacks.
+func render(f figure) ([]byte, error) {
+	c := vgsvg.New(Width, f.height)
+	drawFigure(draw.New(c), f)
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Sans;"),
+		[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")), nil
+}

@@ -3,11 +3,19 @@ package chart
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"html"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/tickwire/tickwire/bench"
 )
@@ -91,7 +99,7 @@ func TestWriteCharts(t *testing.T) {
 		names = append(names, filepath.Base(f))
 	}
 	want := []string{
-		"p99-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-5.svg", "latency-cdf-echo-loss-20.svg",
+		"p99-vs-loss-echo.svg", "p99-bytes-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-5.svg", "latency-cdf-echo-loss-20.svg",
 		"p99-vs-loss-load.svg", "latency-cdf-load-loss-0.svg",
 		"throughput-pps.svg", "throughput-bulk.svg",
 	}
@@ -122,7 +130,8 @@ func TestWriteCharts(t *testing.T) {
 	for name, has := range map[string][]string{
 		"latency-cdf-echo-loss-5.svg": {"5 % loss", ">tickwire (p50 55.6, p99 81.6 ms)<", ">kcp-fast (p50 72.2, p99 207 ms, FAILED 359/360)<", "log scale"},
 		"p99-vs-loss-echo.svg":        {">0 %<", ">5 %<", ">20 %<", ">FAILED<", ">57.7<", ">81.6<", ">tickwire<"},
-		"throughput-pps.svg":          {">9.50M<", ">6k<", ">230k<", ">raw<"},
+		"throughput-pps.svg":          {">9.50M<", ">6k<", ">230k<", ">raw (unrel)<", "messages/s (log scale)"},
+		"p99-bytes-vs-loss-echo.svg":  {"wire bytes per message sent", ">tickwire<", ">kcp-fast, FAILED at 5 %<", ">20 %<"},
 		"throughput-bulk.svg":         {">985.0<", ">18.5<", "MB/s"},
 	} {
 		for _, h := range has {
@@ -244,5 +253,223 @@ func TestLogTicks(t *testing.T) {
 		if lo, hi := niceFloor(c[0]), niceCeil(c[0]); lo != c[1] || hi != c[2] {
 			t.Errorf("nice(%v) = %v, %v; want %v, %v", c[0], lo, hi, c[1], c[2])
 		}
+	}
+}
+
+// svgText is one text element of an SVG chart: its box in the chart's
+// coordinates (points, y up).
+type svgText struct {
+	text string
+	box  vg.Rectangle
+}
+
+var (
+	svgTextRE = regexp.MustCompile(`(<g transform="rotate\(90\)">\s*)?<text x="([-0-9.e]+)" y="([-0-9.e]+)"[^>]*font-size:([0-9.]+)px">([^<]*)</text>`)
+	svgPathRE = regexp.MustCompile(`<path d="([^"]+)" style="([^"]+)"`)
+	svgSizeRE = regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
+)
+
+// svgTexts returns the text elements of svg with their boxes, measured
+// with the chart's own font metrics.
+func svgTexts(t *testing.T, svg string) []svgText {
+	t.Helper()
+	var out []svgText
+	for _, m := range svgTextRE.FindAllStringSubmatch(strings.ReplaceAll(svg, "\n", " "), -1) {
+		x, _ := strconv.ParseFloat(m[2], 64)
+		y, _ := strconv.ParseFloat(m[3], 64)
+		size, _ := strconv.ParseFloat(m[4], 64)
+		txt := html.UnescapeString(m[5])
+		sty := draw.TextStyle{Font: sans(vg.Length(size)), Handler: plot.DefaultTextHandler}
+		w := sty.Rectangle(txt).Size().X
+		base := vg.Length(-y) // the text is flipped: y is minus the baseline
+		box := vg.Rectangle{
+			Min: vg.Point{X: vg.Length(x), Y: base - vg.Length(size)*0.25},
+			Max: vg.Point{X: vg.Length(x) + w, Y: base + vg.Length(size)*0.8}}
+		if m[1] != "" { // rotated a quarter turn: (x, y) → (-y, x)
+			box = vg.Rectangle{Min: vg.Point{X: -box.Max.Y, Y: box.Min.X}, Max: vg.Point{X: -box.Min.Y, Y: box.Max.X}}
+		}
+		out = append(out, svgText{txt, box})
+	}
+	if len(out) == 0 {
+		t.Fatal("no text in the SVG")
+	}
+	return out
+}
+
+// svgData returns the polylines of svg's data: lines of width 1.5 or
+// 1.75 and filled shapes in a transport's colour (bars and points).
+func svgData(svg string) [][]vg.Point {
+	var out [][]vg.Point
+	for _, m := range svgPathRE.FindAllStringSubmatch(strings.ReplaceAll(svg, "\n", " "), -1) {
+		style := m[2]
+		line := strings.Contains(style, "stroke-width:1.75") || strings.Contains(style, "stroke-width:1.5;") || strings.HasSuffix(style, "stroke-width:1.5")
+		fill := false
+		for _, c := range transportColors {
+			r, g, b, _ := c.RGBA()
+			if strings.Contains(style, fmt.Sprintf("fill:#%02X%02X%02X", r>>8, g>>8, b>>8)) {
+				fill = true
+			}
+		}
+		if !line && !fill {
+			continue
+		}
+		var pts []vg.Point
+		for _, seg := range regexp.MustCompile(`[ML]([-0-9.e]+),([-0-9.e]+)`).FindAllStringSubmatch(m[1], -1) {
+			x, _ := strconv.ParseFloat(seg[1], 64)
+			y, _ := strconv.ParseFloat(seg[2], 64)
+			pts = append(pts, vg.Point{X: vg.Length(x), Y: vg.Length(y)})
+		}
+		if fill && len(pts) > 0 {
+			pts = append(pts, pts[0]) // closed
+		}
+		out = append(out, pts)
+	}
+	return out
+}
+
+// inside reports whether p lies in r.
+func inside(p vg.Point, r vg.Rectangle) bool {
+	return p.X >= r.Min.X && p.X <= r.Max.X && p.Y >= r.Min.Y && p.Y <= r.Max.Y
+}
+
+// Every chart's legend is clear of its data: no point of a line, bar or
+// marker, sampled along every segment, falls on a legend entry's text.
+// And no text comes within 2 points of the document's edge (the last
+// x tick label used to end at it exactly).
+func TestChartLayout(t *testing.T) {
+	dir := t.TempDir()
+	rs := append(results(),
+		echoRow(bench.QUIC, 0, 49, 54, 57, 360), echoRow(bench.QUIC, 5, 50, 120, 300, 360), echoRow(bench.QUIC, 20, 300, 420, 900, 360)) // rising where a corner legend sat
+	files, err := WriteCharts(dir, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		svg := readSVG(t, f)
+		name := filepath.Base(f)
+		size := svgSizeRE.FindStringSubmatch(svg)
+		w, _ := strconv.ParseFloat(size[1], 64)
+		h, _ := strconv.ParseFloat(size[2], 64)
+		texts := svgTexts(t, svg)
+		var legend []svgText
+		for _, tx := range texts {
+			if tx.box.Min.X < 2 || tx.box.Max.X > vg.Length(w-2) || tx.box.Min.Y < 2 || tx.box.Max.Y > vg.Length(h-2) {
+				t.Errorf("%s: text %q at %v reaches the edge of %v × %v", name, tx.text, tx.box, w, h)
+			}
+			if slices.ContainsFunc(bench.Transports, func(tr string) bool {
+				return tx.text == tr || strings.HasPrefix(tx.text, tr+" (") || strings.HasPrefix(tx.text, tr+",")
+			}) {
+				legend = append(legend, tx)
+			}
+		}
+		if len(legend) == 0 {
+			t.Errorf("%s: %d legend entries", name, len(legend))
+		}
+		data := svgData(svg)
+		if len(data) == 0 {
+			t.Errorf("%s: no data drawn", name)
+		}
+		for _, pl := range data {
+			for i := 1; i < len(pl); i++ {
+				for k := 0; k <= 50; k++ {
+					f := vg.Length(k) / 50
+					p := vg.Point{X: pl[i-1].X + (pl[i].X-pl[i-1].X)*f, Y: pl[i-1].Y + (pl[i].Y-pl[i-1].Y)*f}
+					for _, l := range legend {
+						if inside(p, l.box) {
+							t.Errorf("%s: legend %q at %v covers the data at %v", name, l.text, l.box, p)
+							goto next
+						}
+					}
+				}
+			}
+		next:
+		}
+	}
+}
+
+// A bar chart whose values span more than LogSpan has a log axis on which
+// the smallest bar is visible: pps at 9.5 M and 6 k msg/s.
+func TestLogBars(t *testing.T) {
+	dir := t.TempDir()
+	files, err := WriteCharts(dir, results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(files, func(f string) bool { return filepath.Base(f) == "throughput-pps.svg" })
+	svg := readSVG(t, files[i])
+	heights := map[string]vg.Length{}
+	for _, pl := range svgData(svg) {
+		if len(pl) == 5 {
+			heights[fmt.Sprint(pl)] = pl[2].Y - pl[0].Y
+		}
+	}
+	var tw, kcp vg.Length
+	for _, m := range svgPathRE.FindAllStringSubmatch(strings.ReplaceAll(svg, "\n", " "), -1) {
+		pts := regexp.MustCompile(`[ML]([-0-9.e]+),([-0-9.e]+)`).FindAllStringSubmatch(m[1], -1)
+		if len(pts) != 4 {
+			continue
+		}
+		y0, _ := strconv.ParseFloat(pts[0][2], 64)
+		y2, _ := strconv.ParseFloat(pts[2][2], 64)
+		switch {
+		case strings.Contains(m[2], "fill:#1F77B4"):
+			tw = max(tw, vg.Length(y2-y0))
+		case strings.Contains(m[2], "fill:#FF7F0E"):
+			kcp = max(kcp, vg.Length(y2-y0))
+		}
+	}
+	if tw <= 0 || kcp < tw/10 {
+		t.Errorf("bars: tickwire %v pt, kcp %v pt (on a linear axis kcp would be %v pt)", tw, kcp, tw*6e3/9.5e6)
+	}
+	if !strings.Contains(svg, "(log scale)") {
+		t.Error("no log scale on the pps chart")
+	}
+	b := readSVG(t, files[slices.IndexFunc(files, func(f string) bool { return filepath.Base(f) == "throughput-bulk.svg" })])
+	if strings.Contains(b, "log scale") {
+		t.Error("bulk (985 and 18.5 MB/s, 53×) drawn on a log scale")
+	}
+}
+
+// Rows of several reps draw their median rep, and the bar charts a
+// whisker over each row's min–max with the label above it.
+func TestWriteChartsReps(t *testing.T) {
+	var rs []bench.Result
+	for rep, scale := range []float64{1, 2, 1.5} {
+		for _, r := range results() {
+			r.Rep = rep
+			r.LatencyMS.P99 *= scale
+			r.ThroughputMBPerS *= scale
+			rs = append(rs, r)
+		}
+	}
+	dir := t.TempDir()
+	files, err := WriteCharts(dir, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := map[string]string{}
+	for _, f := range files {
+		svg[filepath.Base(f)] = readSVG(t, f)
+	}
+	if len(svg) != 9 {
+		t.Errorf("%d charts: %v", len(svg), files)
+	}
+	// Echo at 5 %: tickwire's p99 81.6 ms × 1, 2, 1.5: the median rep is
+	// the 1.5 one, 122 ms; its whisker spans 81.6 to 163 ms.
+	p99 := svg["p99-vs-loss-echo.svg"]
+	for _, s := range []string{">median of 3 reps, whiskers min–max<", ">122<"} {
+		if !strings.Contains(p99, s) {
+			t.Errorf("p99 chart lacks %q", s)
+		}
+	}
+	whiskers := strings.Count(p99, "stroke:#000000;stroke-width:0.75")
+	if whiskers != 3*3*2 { // three strokes per bar, tickwire and kcp at three losses
+		t.Errorf("%d whisker strokes, want %d", whiskers, 3*3*2)
+	}
+	if !strings.Contains(html.UnescapeString(svg["latency-cdf-echo-loss-5.svg"]), ">each row's median rep of 3<") {
+		t.Error("CDF title does not say it draws the median rep")
+	}
+	if !strings.Contains(svg["throughput-bulk.svg"], ">1477.5<") { // 985 × 1.5
+		t.Error("bulk chart does not draw the median rep")
 	}
 }

@@ -31,6 +31,9 @@ const (
 	quickLoad      = time.Second // load sending
 )
 
+// maxReps bounds --reps: 20 full suites are half an hour.
+const maxReps = 20
+
 // quickLosses are --quick's loss rates.
 var quickLosses = []float64{0, 0.10}
 
@@ -54,6 +57,7 @@ type benchFlags struct {
 	inFlight   int
 	frameCap   int
 	quick      bool
+	reps       int
 	json       string
 	out        string
 	prof       profileFlags
@@ -84,6 +88,7 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.bulkMB, "bulk-mb", float64(def.Bytes)/(1<<20), "bulk: MiB to transfer")
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row (%d inputs per client, %d clients, for actions), pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
 		formatPercents(quickLosses), quickCount, quickCount, quickActPeers, quickDuration, quickBulkBytes>>20, quickPeers, quickLoad))
+	fs.IntVar(&f.reps, "reps", 1, fmt.Sprintf("run each row N times [1, %d], the transports of a link interleaved (A B A B …); the tables show medians and min–max, the summary each ratio's spread over the reps", maxReps))
 	fs.StringVar(&f.json, "json", "", "write JSON results to FILE, or to stdout instead of the table with -")
 	fs.StringVar(&f.out, "out", "", "write results.json, results.md (a Markdown report) and SVG charts into `DIR`, created if missing")
 	f.prof.declare(fs)
@@ -91,7 +96,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "usage: tickwire bench [flags]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Runs each transport on each loss rate, one row at a time, through a loopback link")
-		fmt.Fprintln(stderr, "conditioner, and prints a table (transports of a link adjacent). With no flags:")
+		fmt.Fprintln(stderr, "conditioner; prints a summary of tickwire's ratios to the other peers, then latency,")
+		fmt.Fprintln(stderr, "throughput and cost tables (120 columns), with progress on stderr. With no flags:")
 		fmt.Fprintln(stderr, "echo, 64-byte reliable messages at 60 Hz, loss 0/1/5/10/20 %, 25 ms ± 2 ms each")
 		fmt.Fprintln(stderr, "way (tickwire, kcp-fast, quic); then pps (64-byte messages for 1 s: tickwire")
 		fmt.Fprintln(stderr, "unreliable and reliable, kcp-bulk, a raw UDP floor) and bulk (32 MiB")
@@ -99,7 +105,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "at 0 % loss. Each peer runs where it belongs: kcp-fast (kcp-go's fast mode)")
 		fmt.Fprintln(stderr, "echo and actions, kcp-bulk (its stream-mode throughput setup) pps and bulk;")
 		fmt.Fprintln(stderr, "--transport quic-streams,quic-dgram add quic echo over a stream per message and")
-		fmt.Fprintln(stderr, "over RFC 9221 datagrams (unreliable). Every row's settings are in the JSON.")
+		fmt.Fprintln(stderr, "over RFC 9221 datagrams (unreliable). Every row's settings are in the JSON. One rep")
+		fmt.Fprintln(stderr, "of each row; --reps N for medians and spreads (the default suite takes ~85 s).")
 		fmt.Fprintln(stderr, "--profile load (not in the default run): --peers clients at 60 Hz against one")
 		fmt.Fprintln(stderr, "tickwire server, direct at 0 % loss, for 5 s; server µs per peer-tick, echo")
 		fmt.Fprintln(stderr, "round trip, heap per peer. --profile actions (not in the default run): --peers")
@@ -109,9 +116,9 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "--out DIR also writes into DIR: results.json (as --json), results.md (the")
 		fmt.Fprintln(stderr, "settings, the machine, one table per profile, links to the charts) and SVG charts:")
-		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg and p99-vs-loss-<profile>.svg for echo,")
-		fmt.Fprintln(stderr, "actions and load, throughput-<profile>.svg for pps and bulk. Files of an earlier")
-		fmt.Fprintln(stderr, "run stay.")
+		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg, p99-vs-loss-<profile>.svg and")
+		fmt.Fprintln(stderr, "p99-bytes-vs-loss-<profile>.svg for echo, actions and load, throughput-<profile>.svg")
+		fmt.Fprintln(stderr, "for pps and bulk. Files of an earlier run stay.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -165,6 +172,7 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 		zeroOrIn("max-in-flight", f.inFlight, 1, ackmap.MaxInFlightLimit, "the defaults"),
 		zeroOrIn("frame-capacity", f.frameCap, rollback.MinFrameCapacity, rollback.MaxFrameCapacity, "the default"),
 		positive("bulk-mb", f.bulkMB, float64(bench.MaxBulkBytes>>20)),
+		intIn("reps", f.reps, 1, maxReps),
 	); err != nil {
 		return s, err
 	}
@@ -233,29 +241,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
 		return exitUsage
 	}
+	machine := bench.ThisMachine() // its load average before the run's own
 	scenarios := suite.Scenarios()
-	var progress func(int, bench.Scenario)
-	if isTerminal(stderr) {
-		progress = func(i int, s bench.Scenario) {
-			fmt.Fprintf(stderr, "\r\x1b[K[%d/%d] %s %s loss %s%% …", i+1, len(scenarios), s.Profile, s.Transport, strconv.FormatFloat(s.Link.Loss*100, 'g', -1, 64))
-		}
-	}
-	results, runErr := bench.RunAll(ctx, scenarios, progress)
-	if progress != nil {
-		fmt.Fprint(stderr, "\r\x1b[K")
-	}
+	progress := newProgress(stderr, isTerminal(stderr))
+	results, runErr := bench.RunReps(ctx, scenarios, f.reps, progress.row)
+	progress.done()
 	if err := stopProf(); err != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
 	}
 
+	doc := newReport(machine, bench.SettingsOf(suite, f.reps, commandLine(append([]string{"tickwire", "bench"}, args...))), results)
 	code := exitOK
-	if err := report(f.json, results, stdout); err != nil {
+	if err := report(f.json, doc, stdout); err != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
 		code = exitFailed
 	}
 	if f.out != "" {
-		info := bench.RunInfo{Command: commandLine(append([]string{"tickwire", "bench"}, args...)), Suite: suite, Machine: bench.ThisMachine()}
-		if err := writeOut(f.out, results, info); err != nil {
+		info := bench.RunInfo{Command: doc.Settings.Command, Suite: suite, Reps: f.reps, Machine: doc.Machine}
+		if err := writeOut(f.out, doc, info); err != nil {
 			fmt.Fprintf(stderr, "tickwire bench: --out %s: %v\n", f.out, err)
 			code = exitFailed
 		}
@@ -274,19 +277,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return code
 }
 
-// report writes the table to stdout, and the JSON to stdout instead
-// (jsonPath "-") or to a file as well.
-func report(jsonPath string, results []bench.Result, stdout io.Writer) error {
+// newReport returns the JSON document of a run: this binary's version
+// and commit, the machine m, the settings and results.
+func newReport(m bench.Machine, settings bench.Settings, results []bench.Result) bench.Report {
+	version, commit := buildStamp()
+	return bench.Report{Version: version, Commit: commit, GoVersion: m.GoVersion, Machine: m, Settings: settings, Results: results}
+}
+
+// report writes the summary and tables to stdout, and the JSON to stdout
+// instead (jsonPath "-") or to a file as well.
+func report(jsonPath string, doc bench.Report, stdout io.Writer) error {
 	if jsonPath == "-" {
-		return bench.WriteJSON(stdout, results)
+		return bench.WriteReport(stdout, doc)
 	}
-	if err := bench.WriteTable(stdout, results); err != nil {
+	if err := bench.WriteText(stdout, doc.Results); err != nil {
 		return err
 	}
 	if jsonPath == "" {
 		return nil
 	}
-	return writeFile(jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, results) })
+	return writeFile(jsonPath, func(w io.Writer) error { return bench.WriteReport(w, doc) })
 }
 
 // Files of --out.
@@ -297,14 +307,14 @@ const (
 
 // writeOut writes into dir (created if missing) results.json, the
 // charts, and results.md linking them. info.Charts is filled here.
-func writeOut(dir string, results []bench.Result, info bench.RunInfo) error {
+func writeOut(dir string, doc bench.Report, info bench.RunInfo) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, outJSON), func(w io.Writer) error { return bench.WriteJSON(w, results) }); err != nil {
+	if err := writeFile(filepath.Join(dir, outJSON), func(w io.Writer) error { return bench.WriteReport(w, doc) }); err != nil {
 		return err
 	}
-	files, err := chart.WriteCharts(dir, results)
+	files, err := chart.WriteCharts(dir, doc.Results)
 	if err != nil {
 		return err
 	}
@@ -312,7 +322,7 @@ func writeOut(dir string, results []bench.Result, info bench.RunInfo) error {
 	for _, f := range files {
 		info.Charts = append(info.Charts, filepath.Base(f))
 	}
-	return writeFile(filepath.Join(dir, outMarkdown), func(w io.Writer) error { return bench.WriteMarkdown(w, results, info) })
+	return writeFile(filepath.Join(dir, outMarkdown), func(w io.Writer) error { return bench.WriteMarkdown(w, doc.Results, info) })
 }
 
 // writeFile creates path and writes it with write.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tickwire/tickwire/bench"
 	"github.com/tickwire/tickwire/bench/soak"
@@ -34,6 +35,7 @@ var schema = map[string]kind{
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
 	"peers": number, "refused": number, "server_cpu_us_per_peer_tick": number, "memory_per_peer_bytes": number,
+	"rep": number,
 }
 
 var (
@@ -60,7 +62,8 @@ func TestBenchQuickJSON(t *testing.T) {
 	dir := t.TempDir()
 	outDir := filepath.Join(dir, "out", "new") // --out creates it
 	files := map[string]string{}
-	args := []string{"bench", "--quick", "--json", "-", "--out", outDir, "--pprof", "127.0.0.1:0"}
+	jsonPath := filepath.Join(dir, "results.json")
+	args := []string{"bench", "--quick", "--json", jsonPath, "--out", outDir, "--pprof", "127.0.0.1:0"}
 	for _, f := range []string{"cpuprofile", "memprofile", "trace"} {
 		files[f] = filepath.Join(dir, f)
 		args = append(args, "--"+f, files[f])
@@ -71,14 +74,20 @@ func TestBenchQuickJSON(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 	}
 	t.Logf("quick suite took %v", time.Since(start))
+	checkText(t, stdout.String(), stderr.String(), 13)
 
-	var doc map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+	jsonOut, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var doc map[string]any
+	if err := json.Unmarshal(jsonOut, &doc); err != nil {
+		t.Fatalf("--json is not JSON: %v\n%s", err, jsonOut)
+	}
+	checkDocument(t, jsonOut, doc)
 	rows, ok := doc["results"].([]any)
-	if !ok || len(doc) != 1 {
-		t.Fatalf("document is not {\"results\":[…]}: %v", doc)
+	if !ok {
+		t.Fatalf("document has no results: %v", doc)
 	}
 	if len(rows) != 13 {
 		t.Errorf("%d rows, want 13 (echo: 3 transports × 2 losses; pps: 4 rows; bulk: 3)", len(rows))
@@ -154,7 +163,77 @@ func TestBenchQuickJSON(t *testing.T) {
 	if !strings.Contains(stderr.String(), "pprof: http://127.0.0.1:") {
 		t.Errorf("no pprof address on stderr: %s", stderr.String())
 	}
-	checkOut(t, outDir, stdout.Bytes())
+	checkOut(t, outDir, jsonOut)
+}
+
+// checkText checks the text output of a quick run: every line at most
+// 120 columns, the summary block first with its ratios, the tables after
+// it; and on stderr a progress line per row (rows of them).
+func checkText(t *testing.T, out, errOut string, rows int) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 120 {
+			t.Errorf("a line of %d columns: %s", n, line)
+		}
+	}
+	if !strings.HasPrefix(out, "Summary: 1 rep of each row") {
+		t.Errorf("output does not start with the summary:\n%s", out)
+	}
+	for _, s := range []string{"echo p99 at 0 % loss", "echo p99 at 10 % loss", "best other: ", "echo wire bytes/msg at 0 %",
+		"pps unrel msg/s", "pps rel msg/s", "bulk MB/s", "every reliable row delivered every message (13 rows)",
+		"\n\necho: round-trip latency", "\n\npps and bulk: throughput", "\n\ncost: "} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	for k := 1; k <= rows; k++ {
+		if !strings.Contains(errOut, fmt.Sprintf("bench: row %d/%d ", k, rows)) {
+			t.Errorf("no progress line for row %d/%d on stderr:\n%s", k, rows, errOut)
+		}
+	}
+	if !strings.Contains(errOut, " elapsed, ETA ") {
+		t.Errorf("progress without elapsed and ETA:\n%s", errOut)
+	}
+}
+
+// checkDocument checks the JSON document's top level: version, commit,
+// Go version, machine, settings and summary, in that order, before the
+// results.
+func checkDocument(t *testing.T, raw []byte, doc map[string]any) {
+	t.Helper()
+	keys := []string{"version", "commit", "go_version", "machine", "settings", "summary", "results"}
+	if len(doc) != len(keys) {
+		t.Errorf("top-level keys %v, want %v", doc, keys)
+	}
+	at := -1
+	for _, k := range keys {
+		i := bytes.Index(raw, []byte("\n  \""+k+"\": "))
+		if i < at {
+			t.Errorf("%s out of order", k)
+		}
+		at = i
+	}
+	if v, _ := doc["version"].(string); v == "" {
+		t.Errorf("version %q", doc["version"])
+	}
+	if _, ok := doc["commit"].(string); !ok {
+		t.Errorf("commit %v", doc["commit"])
+	}
+	if v, _ := doc["go_version"].(string); !strings.HasPrefix(v, "go") {
+		t.Errorf("go_version %v", doc["go_version"])
+	}
+	m, _ := doc["machine"].(map[string]any)
+	if n, _ := m["num_cpu"].(float64); n < 1 || m["goos"] == "" || m["goarch"] == "" {
+		t.Errorf("machine %v", m)
+	}
+	set, _ := doc["settings"].(map[string]any)
+	if set["reps"] != 1.0 || set["count"] != float64(quickCount) || set["mtu"] != 1200.0 || set["delay_ms"] != 25.0 ||
+		!strings.HasPrefix(fmt.Sprint(set["command"]), "tickwire bench --quick") {
+		t.Errorf("settings %v", set)
+	}
+	if sum, _ := doc["summary"].([]any); len(sum) != 7 { // p99 and bytes at 2 losses, pps × 2, bulk
+		t.Errorf("summary %v", sum)
+	}
 }
 
 // checkConfig checks that row i names its peer configuration: the
@@ -193,13 +272,13 @@ func checkOut(t *testing.T, dir string, jsonOut []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"# tickwire bench", "tickwire bench --quick --json - --out ", "**Settings:** profiles echo, pps, bulk", "**Machine:** ", "## echo", "## pps", "## bulk", "| tickwire |", "| kcp-fast |", "| kcp-bulk |", "| quic |", "## Peer settings", "**kcp-bulk**, bulk: "} {
+	for _, s := range []string{"# tickwire bench", "tickwire bench --quick --json ", "**Settings:** profiles echo, pps, bulk", "**Machine:** ", "## Summary", "## echo: round-trip latency", "## pps and bulk: throughput", "## cost: ", "| tickwire |", "| kcp-fast |", "| kcp-bulk |", "| quic |", "## Peer settings", "**kcp-bulk**, bulk: "} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("results.md lacks %q", s)
 		}
 	}
 	charts := []string{
-		"p99-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-10.svg",
+		"p99-vs-loss-echo.svg", "p99-bytes-vs-loss-echo.svg", "latency-cdf-echo-loss-0.svg", "latency-cdf-echo-loss-10.svg",
 		"throughput-pps.svg", "throughput-bulk.svg",
 	}
 	for _, c := range charts {
@@ -239,7 +318,7 @@ func TestBenchOutErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []bench.Result{{Transport: bench.Tickwire, Profile: bench.ProfileEcho, LatencyKind: bench.RTT, Sent: 1, Delivered: 1}}
-	err := writeOut(dir, rows, bench.RunInfo{Suite: bench.DefaultSuite()})
+	err := writeOut(dir, bench.Report{Results: rows}, bench.RunInfo{Suite: bench.DefaultSuite()})
 	if err == nil || !strings.Contains(err.Error(), "results.md") {
 		t.Errorf("writeOut over a directory: %v", err)
 	}
@@ -376,7 +455,7 @@ func TestReportJSONFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.json")
 	rows := []bench.Result{{Transport: bench.Tickwire, Profile: bench.ProfileEcho, Sent: 1, Delivered: 1}}
 	var stdout bytes.Buffer
-	if err := report(path, rows, &stdout); err != nil {
+	if err := report(path, bench.Report{Results: rows}, &stdout); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stdout.String(), "tickwire") {
@@ -390,7 +469,7 @@ func TestReportJSONFile(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) != 1 {
 		t.Errorf("file: %v, %s", err, b)
 	}
-	if err := report(filepath.Join(t.TempDir(), "no", "such", "dir"), rows, &stdout); err == nil {
+	if err := report(filepath.Join(t.TempDir(), "no", "such", "dir"), bench.Report{Results: rows}, &stdout); err == nil {
 		t.Error("unwritable path: no error")
 	}
 }

@@ -99,3 +99,36 @@ func versionReport(bi *debug.BuildInfo) string {
 	fmt.Fprintf(&b, "go       %s\n", goLine)
 	return b.String()
 }
+
+// buildStamp returns what the version report says of this binary, for
+// the bench's JSON: the CLI module's version ("(devel)" from a
+// checkout) and the VCS revision ("" when not stamped; "+modified"
+// appended for a dirty tree).
+func buildStamp() (version, commit string) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", ""
+	}
+	return stampOf(bi)
+}
+
+// stampOf is buildStamp of bi.
+func stampOf(bi *debug.BuildInfo) (version, commit string) {
+	version = bi.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if commit != "" && modified {
+		commit += "+modified"
+	}
+	return version, commit
+}
