@@ -245,6 +245,12 @@ const (
 	cadWake                  // on every wake-up: each arrival, and a 1 ms timer
 	cadRandom                // at random intervals of 1–50 ms
 	numCadences
+	// cadDeadline: on each arrival, when the game has a message to send
+	// (it Wakes the loop), and at the NextDeadline the endpoint or channel
+	// reports — no timer of its own: every protocol timer must be a
+	// deadline for the run to pass. It takes the place of cadWake on odd
+	// seeds (drawScenario), so the seeds' other draws are unchanged.
+	cadDeadline
 )
 
 func (c cadence) String() string {
@@ -253,6 +259,8 @@ func (c cadence) String() string {
 		return "60Hz"
 	case cadWake:
 		return "every-wake-up"
+	case cadDeadline:
+		return "until-deadline"
 	}
 	return "random-1-50ms"
 }
@@ -268,7 +276,10 @@ type confSide struct {
 	genR  *rand.Rand
 	wake  time.Duration // next wake-up
 	wakes uint64
-	flow  *confFlow // what this side sends
+	// dueRuns counts a cadDeadline side's wake-ups for a deadline already
+	// due (see deadline).
+	dueRuns uint64
+	flow    *confFlow // what this side sends
 
 	// Bare Channel variant.
 	ch     *Channel
@@ -342,9 +353,42 @@ func (sd *confSide) scheduleAfter(now time.Duration) {
 		sd.wake = sd.sc.phase + k*tick
 	case cadWake:
 		sd.wake = now + confWakeTimer
+	case cadDeadline:
+		sd.wake = sd.deadline(now)
 	default:
 		sd.wake = now + time.Millisecond + time.Duration(sd.cadR.Int64N(int64(49*time.Millisecond)+1))
 	}
+}
+
+// deadline is when a cadDeadline side next wakes without an arrival: the
+// NextDeadline of its endpoint or channel, or sooner when the game
+// generates traffic (its Send wakes the loop). A deadline already due
+// wakes it after confWakeLatency, as a loop that skips its Wait runs its
+// next round at once; dueRuns counts those, so a deadline stuck in the
+// past shows in the per-side detail (wakes=… (due …)).
+func (sd *confSide) deadline(now time.Duration) time.Duration {
+	at, ok := time.Duration(0), false
+	if sd.ep != nil {
+		at, ok = sd.ep.NextDeadline()
+	} else if sd.ch != nil {
+		at, ok = sd.ch.NextDeadline()
+	}
+	if !ok {
+		at = now + time.Hour
+	}
+	if sd.sim.trafficOn && sd.channel() != nil {
+		if sd.sc.steadyHz > 0 {
+			at = min(at, sd.nextSteady)
+		}
+		at = min(at, sd.nextBurst)
+	}
+	// A back-pressured backlog is offered again at each wake-up: the acks
+	// that make room for it arrive as datagrams, which wake the loop.
+	if at <= now {
+		sd.dueRuns++
+		return now + confWakeLatency
+	}
+	return at
 }
 
 // run is one iteration of the side's loop, as a user writes it: receive
@@ -1096,7 +1140,7 @@ func (s *confSim) run() {
 func (s *confSim) wakeSides() {
 	for round := 0; round < 2; round++ {
 		for _, sd := range s.sides {
-			if sd.sock.pump() > 0 && sd.sc.cadence == cadWake {
+			if sd.sock.pump() > 0 && (sd.sc.cadence == cadWake || sd.sc.cadence == cadDeadline) {
 				sd.wake = min(sd.wake, s.now+confWakeLatency)
 			}
 		}

@@ -269,6 +269,10 @@ func (e *Endpoint) Poll(now time.Duration) error {
 	for read := 0; read < e.cfg.MaxDatagramsPerPoll; {
 		batch := e.in[:min(len(e.in), e.cfg.MaxDatagramsPerPoll-read)]
 		n, err := e.conn.TryReadBatch(batch)
+		e.stats.Reads++
+		if n == 0 {
+			e.stats.EmptyReads++
+		}
 		if err != nil {
 			e.writeOut()
 			if errors.Is(err, net.ErrClosed) {
@@ -323,6 +327,7 @@ func (e *Endpoint) Wait(d time.Duration) error {
 	if e.fatal != nil {
 		return e.fatal
 	}
+	e.stats.Waits++
 	if w := e.waiter.Load().w; w != nil {
 		if err := w.Wait(d); err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -343,6 +348,108 @@ func (e *Endpoint) Wait(d time.Duration) error {
 	case <-e.waitTimer.C:
 	}
 	return nil
+}
+
+// NextDeadline returns the earliest time on the endpoint's clock
+// (EndpointConfig.Clock, the now of Poll and Flush) at which Flush has
+// something to do, and true; false only once the endpoint is closed. It
+// is at or before the last Poll or Flush's now — due at once — when a
+// message Send queued waits in the outbox, or a channel has work left
+// (a datagram received, a message queued, a Flush cut short by
+// Config.MaxDatagramsPerFlush; see Channel.NextDeadline), or a session is
+// being Disconnected (one copy of its Disconnect frame per Flush).
+// Otherwise it is the earliest of every peer's channel deadline (ack,
+// redundant copy, loss verdict, reassembly expiry, stall warning and
+// time-out, keep-alive), its idle time-out (IdleTimeout after it was last
+// heard), a suspended session's expiry, a client's handshake re-send and
+// time-out and its ResumeAfter, and the stats refresh (Publish). A
+// datagram arriving or a Send can only make it earlier: an event loop
+// that Waits until it, or until woken, and then Polls and Flushes runs
+// every timer of the endpoint on time and never wakes for nothing —
+// Run's event-driven loop is this loop:
+//
+//	for {
+//		ep.Poll(ep.Now())
+//		ep.Flush(ep.Now())
+//		if at, ok := ep.NextDeadline(); ok {
+//			if d := at - ep.Now(); d > 0 {
+//				ep.Wait(min(d, time.Second))
+//			}
+//		}
+//	}
+//
+// Call it on the endpoint's goroutine, after Flush. Cost: O(peers +
+// their unacked reliable messages), no allocation.
+func (e *Endpoint) NextDeadline() (time.Duration, bool) {
+	if e.closed {
+		return 0, false
+	}
+	now := e.now
+	if e.fatal != nil || e.outbox.n.Load() != 0 {
+		return now, true
+	}
+	var dl deadline
+	if e.board != nil {
+		dl.add(e.boardAt + e.cfg.StatsInterval)
+	}
+	if e.role == roleClient {
+		if d := &e.dial; d.phase != dialIdle {
+			dl.add(d.next)
+			if !d.resume {
+				dl.add(d.start + e.cfg.HandshakeTimeout)
+			}
+		}
+		if p := e.remote; p != nil && p.state == PeerConnected && e.cfg.ResumeAfter != NoResume {
+			dl.add(p.lastRx + e.cfg.ResumeAfter)
+		}
+		if p := e.remote; p != nil && p.state != PeerClosed {
+			e.peerDeadline(p, &dl)
+		}
+	} else {
+		for i := range e.peers {
+			if p := e.peers[i]; p != nil {
+				e.peerDeadline(p, &dl)
+			}
+		}
+	}
+	if !dl.ok {
+		// A server with no session: nothing is due until a datagram
+		// arrives. The loop still needs a bound to sleep to.
+		return now + time.Hour, true
+	}
+	return dl.at, true
+}
+
+// deadline is the earliest of the times added to it.
+type deadline struct {
+	at time.Duration
+	ok bool
+}
+
+func (d *deadline) add(t time.Duration) {
+	if !d.ok || t < d.at {
+		d.at, d.ok = t, true
+	}
+}
+
+// peerDeadline adds to dl the times at which tickPeer has work for p.
+func (e *Endpoint) peerDeadline(p *Peer, dl *deadline) {
+	switch p.state {
+	case PeerConnected:
+		dl.add(p.lastRx + e.cfg.IdleTimeout)
+		if t, ok := p.ch.NextDeadline(); ok {
+			dl.add(t)
+		}
+	case PeerSuspended:
+		dl.add(p.horizon)
+		if e.role == roleClient {
+			if t, ok := p.ch.NextDeadline(); ok {
+				dl.add(t)
+			}
+		}
+	case PeerClosing:
+		dl.add(e.now)
+	}
 }
 
 // Wake ends a Wait in progress, or makes the next one return at once. It

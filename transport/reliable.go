@@ -76,11 +76,11 @@ type reliableSender struct {
 	// messages at a time reuses a few buffers instead of giving each of
 	// its window's slots one of its own on first use (which, for a message
 	// every half second on a 256-slot window, allocates for two minutes).
-	spare [][]byte
-	mask      wire.Seq
-	oldest    wire.Seq // oldest unacked id (== next when empty)
-	next      wire.Seq // id the next message gets
-	queued    int      // bytes held
+	spare  [][]byte
+	mask   wire.Seq
+	oldest wire.Seq // oldest unacked id (== next when empty)
+	next   wire.Seq // id the next message gets
+	queued int      // bytes held
 	// span is the bytes of every message from oldest to next, the acked
 	// ones between included: what the receiver may have to buffer behind
 	// a gap on an ordered stream. The byte cap applies to it, not to
