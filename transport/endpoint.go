@@ -301,25 +301,33 @@ func (e *Endpoint) Poll(now time.Duration) error {
 // for Poll, Wake is called, or d passes, whichever is first; then the
 // caller Polls and Flushes. It lets a loop answer a datagram within
 // microseconds instead of at its next fixed tick, and cost nothing while
-// idle — the event-driven loop (Run with RunConfig.Tick 0 is this loop):
+// idle. The event-driven loop (Run with RunConfig.Tick 0 is this loop)
+// waits until the endpoint's next deadline (NextDeadline), so it wakes
+// only when a datagram arrives, Wake is called or a timer is due:
 //
 //	for {
 //		ep.Poll(ep.Now())
 //		ep.Flush(ep.Now()) // on every wake-up: Flush may run at any cadence
-//		ep.Wait(5 * time.Millisecond) // the longest sleep: paces redundancy, retransmissions, keep-alives
+//		if at, ok := ep.NextDeadline(); ok {
+//			if d := at - ep.Now(); d > 0 {
+//				ep.Wait(min(d, time.Second))
+//			}
+//		}
 //	}
 //
-// A fixed-rate loop (Poll, game logic, Flush, sleep until the next tick)
-// is just as valid; the protocol's timers are durations on now, so the
-// cadence changes latency, never behaviour.
+// A loop that waits a fixed d (5 ms, say) is valid too, and so is a
+// fixed-rate loop (Poll, game logic, Flush, sleep until the next tick);
+// the protocol's timers are durations on now, so the cadence changes
+// latency and wake-ups, never behaviour.
 //
 // A wake-up with nothing to read is allowed. When the socket is a
 // socket.Waiter (the UDP socket: on Linux an epoll set of its own, parked
 // in the Go netpoller; see udp.Conn.Wait) Wait sleeps on it; otherwise it
-// sleeps for d or until Wake, not waking for datagrams. It returns an
-// error wrapping ErrClosed (and so net.ErrClosed) once the endpoint or its
-// socket is closed. It allocates nothing (after its first call, on a
-// socket that is not a Waiter).
+// sleeps for d or until Wake, not waking for datagrams (a loop over such a
+// socket must poll: Run does every RunPollInterval). Each call counts in
+// EndpointStats.Waits. It returns an error wrapping ErrClosed (and so
+// net.ErrClosed) once the endpoint or its socket is closed. It allocates
+// nothing (after its first call, on a socket that is not a Waiter).
 func (e *Endpoint) Wait(d time.Duration) error {
 	if e.closed {
 		return ErrClosed

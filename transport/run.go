@@ -48,15 +48,12 @@ type RunConfig struct {
 	// range [100 µs, 1 s].
 	MaxWait time.Duration
 
-	// OnTick runs every round, but an event-driven loop runs rounds only
-	// when something is due or arrives: game logic that must run at a
-	// fixed rate belongs in a fixed-rate loop (Tick), or it must Wake the
-	// endpoint (or Send) when it has work.
-
 	// OnTick, if set, runs on the loop's goroutine every round, after Poll
 	// (whose deliveries reached the handler) and before Flush (which sends
 	// what it queued), with the round's time: the place for game logic
-	// that uses Peers and Channels directly.
+	// that uses Peers and Channels directly. An event-driven loop runs
+	// rounds only when something arrives or is due, so logic that must
+	// run at a fixed rate wants Tick (or Wakes the endpoint itself).
 	OnTick func(now time.Duration)
 
 	// Drain bounds the orderly shutdown when the context ends: for up to
@@ -119,9 +116,9 @@ func (c RunConfig) Validate() error {
 // timer in a fixed-rate loop, and one context.AfterFunc registration. An
 // event-driven loop runs a round only when a datagram arrives, Send or
 // Wake is called, or the endpoint's next deadline comes
-// (Endpoint.NextDeadline) — an idle connected client wakes about 4 times
-// a second (its keep-alive), not every 5 ms — and Polls without ending
-// each round on an empty read when the socket is a socket.Waiter.
+// (Endpoint.NextDeadline): an idle connected pair makes about 6 rounds a
+// second per side (keep-alives and their acks), not 200 (a fixed 5 ms
+// timer), and the shutdown's drain waits the same way.
 func Run(ctx context.Context, e *Endpoint, cfg RunConfig) error {
 	if err := cfg.Validate(); err != nil {
 		e.Close()
