@@ -206,6 +206,10 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 	return e, nil
 }
 
+// drainer is a socket that can tell that a read emptied its receive
+// queue (udp.Conn), sparing Poll the read that would find nothing.
+type drainer interface{ Drained() bool }
+
 // waiterRef boxes the socket's Waiter for the atomic pointer.
 type waiterRef struct{ w socket.Waiter }
 
@@ -249,6 +253,8 @@ func (e *Endpoint) Err() error { return e.err }
 
 // Poll reads every datagram waiting in the socket (at most
 // EndpointConfig.MaxDatagramsPerPoll) in batches of socket.IdealBatchSize
+// — until a read finds nothing, or one the socket reports emptied its
+// queue (udp.Conn.Drained), which spares a read that would find nothing —
 // and dispatches each: handshake messages to the handshake, session
 // datagrams — after the source-address and constant-time secret check — to
 // their peer's Channel, whose deliveries reach the handler before Poll
@@ -286,10 +292,15 @@ func (e *Endpoint) Poll(now time.Duration) error {
 			e.handle(now, m.Addr, m.Buf[:min(max(m.N, 0), len(m.Buf))])
 		}
 		read += n
-		// Only an empty read means the socket is drained: a socket may
-		// return fewer than asked with more waiting (GRO hands out at most
-		// 16 coalesced buffers per read).
+		// Only an empty read means the socket is drained, unless the
+		// socket says so itself (udp.Conn.Drained): a socket may return
+		// fewer than asked with more waiting (GRO hands out at most 16
+		// coalesced buffers per read). A datagram that arrives after a
+		// drained read wakes the next Wait at once, as after an empty one.
 		if n == 0 {
+			break
+		}
+		if d, ok := e.conn.(drainer); ok && d.Drained() {
 			break
 		}
 	}
