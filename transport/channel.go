@@ -416,9 +416,12 @@ func (c *Channel) Stalled() error {
 // last Flush) when a Flush is due at once: before the first Flush, after
 // a Send, Disconnect or Receive since the last one, or when the last one
 // stopped at MaxDatagramsPerFlush with more to send. Otherwise it is the
-// earliest of: a redundant copy due (an unacked small reliable message
-// whose last transmission is RedundancyInterval old, if it could have a
-// datagram of its own), a loss verdict by time (the SendTracker's next
+// earliest of: a redundant copy due in a datagram of its own (an unacked
+// small reliable message whose last transmission is 5/4 RedundancyInterval
+// old: from RedundancyInterval on, the copy rides in whatever datagram a
+// Flush sends, and the extra quarter lets it ride in the game's next one
+// rather than leave alone microseconds before it — a 60 Hz game's next
+// message is due one interval after the last), a loss verdict by time (the SendTracker's next
 // expiry, which also frees the in-flight window that held anything back),
 // a partial reassembly's expiry, a stall warning or StallTimeout, and the
 // keep-alive (KeepAliveInterval after the last datagram sent), which
@@ -462,7 +465,7 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 				if sl == nil || !sl.sent || sl.frag != nil || len(sl.buf) > budget {
 					continue
 				}
-				t := sl.lastSentAt + c.cfg.RedundancyInterval
+				t := sl.lastSentAt + c.cfg.RedundancyInterval + c.cfg.RedundancyInterval/4 // see the doc comment
 				if t <= c.now {
 					if !own {
 						continue

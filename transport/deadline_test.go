@@ -2,6 +2,7 @@ package transport
 
 import (
 	"flag"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -25,6 +26,10 @@ type dueLoop struct {
 	gameNode int
 	gameAt   time.Duration
 	stuck    int // consecutive rounds at one instant
+	// timer, if positive, makes it the loop it replaced: each node wakes
+	// this long after its last round (a fixed Wait(timer)), for a datagram
+	// or for its game, never for its NextDeadline.
+	timer time.Duration
 }
 
 func newDueLoop(n *epNet, nodes ...*node) *dueLoop {
@@ -69,6 +74,9 @@ func (l *dueLoop) run(until time.Duration, stop func() bool) {
 			at, ok := nd.ep.NextDeadline()
 			if !ok {
 				at = now + time.Hour
+			}
+			if l.timer > 0 {
+				at = now + l.timer
 			}
 			l.wake[i] = max(at, now)
 		}
@@ -201,5 +209,53 @@ func testDeadlineLoop(t *testing.T, seed uint64) {
 	if want := p.lastRx + srv.ep.Config().IdleTimeout; srv.rec.suspAt[0] != want {
 		t.Fatalf("seed %d: suspended at %v, want %v (last heard %v + IdleTimeout %v)",
 			seed, srv.rec.suspAt[0], want, p.lastRx, srv.ep.Config().IdleTimeout)
+	}
+}
+
+// A loop that sleeps until NextDeadline sends no more than the loop it
+// replaces (a fixed 5 ms Wait that also wakes for datagrams and Sends):
+// 600 64-byte reliable messages at 60 Hz, the game's sends jittered by
+// ±1 ms as a real game's are, over 25 ms links at 0 % and 10 % loss. A
+// redundant copy due exactly RedundancyInterval after the last
+// transmission would leave alone microseconds before the game's next
+// message, where the 5 ms timer let it ride in that message's datagram
+// (20 % more bytes, 70 % more datagrams on this profile); its deadline
+// waits a quarter interval longer for the ride.
+func TestDeadlineLoopBytes(t *testing.T) {
+	for _, loss := range []float64{0, 0.10} {
+		var dgrams, bytes [2]uint64
+		for k, timer := range []time.Duration{0, 5 * time.Millisecond} {
+			n := newEpNet(t, 7, epLink(25, 2, loss))
+			srv := n.server("10.0.0.1:9000", EndpointConfig{})
+			cli := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+			l := newDueLoop(n, srv, cli)
+			l.timer = timer
+			l.run(n.now+10*time.Second, isConnected(cli))
+			if !isConnected(cli)() {
+				t.Fatalf("loss %v, timer %v: no session", loss, timer)
+			}
+			next := map[uint8]uint32{}
+			sent := 0
+			r := rand.New(rand.NewPCG(7, 1))
+			l.gameNode, l.gameAt = 1, n.now
+			l.game = func(now time.Duration) time.Duration {
+				sendSome(t, cli.ep.Remote(), 1, next, []uint8{1}, 64)
+				if sent++; sent == 600 {
+					l.game = nil
+				}
+				return now + epTick - time.Millisecond + time.Duration(r.Int64N(int64(2*time.Millisecond)))
+			}
+			l.run(n.now+15*time.Second, nil)
+			checkExactlyOnce(t, srv.rec, 1, next)
+			st := cli.ep.Remote().Channel().Stats()
+			dgrams[k], bytes[k] = st.DatagramsSent, st.BytesSent
+			t.Logf("loss %v, %v: client %d datagrams, %d bytes, %d redundant copies, rounds %v",
+				loss, map[bool]string{true: "until NextDeadline", false: "5 ms timer"}[timer == 0],
+				st.DatagramsSent, st.BytesSent, st.RedundantCopies, l.rounds)
+		}
+		if float64(dgrams[0]) > 1.03*float64(dgrams[1]) || float64(bytes[0]) > 1.03*float64(bytes[1]) {
+			t.Errorf("loss %v: the deadline loop sent %d datagrams, %d bytes; the 5 ms timer loop %d, %d",
+				loss, dgrams[0], bytes[0], dgrams[1], bytes[1])
+		}
 	}
 }
