@@ -447,8 +447,8 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 		if !rs.warned {
 			at = min(at, rs.progressAt+c.cfg.StallWarning)
 		}
-		if c.cfg.StallTimeout != NoStallTimeout {
-			at = min(at, rs.progressAt+c.cfg.StallTimeout)
+		if t := rs.progressAt + c.cfg.StallTimeout; c.cfg.StallTimeout != NoStallTimeout && t > c.now {
+			at = min(at, t) // once passed, Stalled says so: no timer left
 		}
 	}
 	if budget := c.cfg.RedundancyBytes; budget > 0 && c.cfg.RedundancyInterval > 0 {

@@ -48,6 +48,11 @@ const (
 	// have its verdict (the longest clean round trip is ~0.5 s plus the
 	// peer's Flush interval).
 	confPendingAge = 2 * time.Second
+	// confDueStreak is how many wake-ups in a row for a deadline already
+	// due make a busy loop: each legitimate one (a Flush cut short by
+	// MaxDatagramsPerFlush, a handler's send) makes progress, and the
+	// in-flight window stops a burst long before this.
+	confDueStreak = 1000
 	// confStreamCap bounds the messages per stream in one run, so 16-bit
 	// message ids never wrap within a run and the model can key on them.
 	confStreamCap = 30000
@@ -68,6 +73,7 @@ const (
 	failDisconnect                   // the session ended (an error surfaced) under survivable impairments
 	failSetup                        // an Endpoint could not connect over the clean link
 	failSendError                    // a Send returned an error other than ErrQueueFull
+	failBusyLoop                     // an until-deadline side woke for a deadline already due, again and again
 	numFailClasses
 )
 
@@ -83,6 +89,7 @@ var failClassNames = [numFailClasses]string{
 	failDisconnect:  "disconnected",
 	failSetup:       "setup",
 	failSendError:   "send-error",
+	failBusyLoop:    "busy-loop",
 }
 
 func (c failClass) String() string { return failClassNames[c] }
@@ -277,9 +284,10 @@ type confSide struct {
 	wake  time.Duration // next wake-up
 	wakes uint64
 	// dueRuns counts a cadDeadline side's wake-ups for a deadline already
-	// due (see deadline).
-	dueRuns uint64
-	flow    *confFlow // what this side sends
+	// due (see deadline), dueStreak those in a row.
+	dueRuns   uint64
+	dueStreak int
+	flow      *confFlow // what this side sends
 
 	// Bare Channel variant.
 	ch     *Channel
@@ -386,8 +394,13 @@ func (sd *confSide) deadline(now time.Duration) time.Duration {
 	// that make room for it arrive as datagrams, which wake the loop.
 	if at <= now {
 		sd.dueRuns++
+		if sd.dueStreak++; sd.dueStreak == confDueStreak {
+			sd.sim.fail(failBusyLoop, "%s: %d wake-ups in a row at %v for a deadline already due (NextDeadline %v)",
+				sd.name, confDueStreak, now, at)
+		}
 		return now + confWakeLatency
 	}
+	sd.dueStreak = 0
 	return at
 }
 

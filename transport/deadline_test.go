@@ -259,3 +259,74 @@ func TestDeadlineLoopBytes(t *testing.T) {
 		}
 	}
 }
+
+// A channel whose peer never answers keeps a deadline in the future
+// through every timer — redundant copies, time-outs, the stall warning,
+// StallTimeout (after which Stalled reports it and no timer is left for
+// it) — so a loop sleeping until NextDeadline never spins.
+func TestChannelDeadlineNeverStuck(t *testing.T) {
+	var h nopHandler
+	c, err := NewChannel(Config{StallWarning: time.Second, StallTimeout: 2 * time.Second}, &h, 1, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink loopSink
+	now := time.Hour
+	c.Flush(now, &sink)
+	for i := range 20 {
+		if _, err := c.SendReliable(1, []byte{byte(i), 1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushes := 0
+	for end := now + 10*time.Second; now < end; flushes++ {
+		sink.out = sink.out[:0] // the peer hears nothing
+		c.Flush(now, &sink)
+		at, ok := c.NextDeadline()
+		if !ok || at <= now {
+			t.Fatalf("after a Flush at %v (%d flushes), NextDeadline %v, %v: due already with nothing to do (stalled: %v)",
+				now, flushes, at, ok, c.Stalled())
+		}
+		now = at
+	}
+	if c.Stalled() == nil || c.Stats().Stalls != 1 {
+		t.Fatalf("no stall after 10 s unanswered: Stalled %v, stats %+v", c.Stalled(), c.Stats())
+	}
+	t.Logf("10 s unanswered in %d flushes (redundant copies %d, time-outs %d)", flushes, c.Stats().RedundantCopies, c.tracker.Stats().Timeouts)
+}
+
+// Messages that Send queued past a full reliable window wait in the
+// outbox for the acks that make room: a loop sleeping until NextDeadline
+// sleeps meanwhile instead of spinning on the outbox, and every message
+// arrives once the server answers.
+func TestOutboxBackPressureNotDue(t *testing.T) {
+	n := newEpNet(t, 3, epLink(25, 0, 0))
+	ch := Config{ReliableWindow: 16}
+	srv := n.server("10.0.0.1:9000", EndpointConfig{Channel: ch})
+	cli := n.client("10.0.0.2:5000", srv, EndpointConfig{Channel: ch})
+	l := newDueLoop(n, srv, cli)
+	l.run(n.now+10*time.Second, isConnected(cli))
+	if !isConnected(cli)() {
+		t.Fatal("no session")
+	}
+	const msgs = 100
+	l.gameNode, l.gameAt = 1, n.now
+	l.game = func(now time.Duration) time.Duration {
+		for i := range msgs {
+			k := msgKey{from: 1, stream: 1, seq: uint32(i)}
+			if err := cli.ep.Send(cli.ep.Remote(), Reliable, 1, testPayload(k, 64)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.game = nil
+		return now
+	}
+	srv.deaf = true // the window fills and stays full: the outbox holds the rest
+	l.run(n.now+time.Second, nil)
+	if left := cli.ep.outbox.n.Load(); left == 0 {
+		t.Fatal("nothing was held back: the window did not fill")
+	}
+	srv.deaf = false
+	l.run(n.now+30*time.Second, func() bool { return len(srv.rec.reliable) == msgs })
+	checkExactlyOnce(t, srv.rec, 1, map[uint8]uint32{1: msgs})
+}

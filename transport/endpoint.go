@@ -104,6 +104,7 @@ type Endpoint struct {
 
 	outbox      outbox // Send's queue, drained by Flush
 	outboxRound uint64 // drainOutbox calls, for Peer.outboxBlocked
+	outboxLeft  int32  // messages the last drainOutbox left (back-pressure)
 
 	// Whether a read or send error has been logged (the first of each
 	// kind is; the rest are only counted).
@@ -373,7 +374,9 @@ func (e *Endpoint) Wait(d time.Duration) error {
 // (EndpointConfig.Clock, the now of Poll and Flush) at which Flush has
 // something to do, and true; false only once the endpoint is closed. It
 // is at or before the last Poll or Flush's now — due at once — when a
-// message Send queued waits in the outbox, or a channel has work left
+// message Send queued since the last Flush waits in the outbox (one the
+// Flush kept back for a full channel waits for that channel's ack), or a
+// channel has work left
 // (a datagram received, a message queued, a Flush cut short by
 // Config.MaxDatagramsPerFlush; see Channel.NextDeadline), or a session is
 // being Disconnected (one copy of its Disconnect frame per Flush).
@@ -404,7 +407,10 @@ func (e *Endpoint) NextDeadline() (time.Duration, bool) {
 		return 0, false
 	}
 	now := e.now
-	if e.fatal != nil || e.outbox.n.Load() != 0 {
+	if e.fatal != nil || e.outbox.n.Load() > e.outboxLeft {
+		// A Send since the last Flush. What the last Flush left in the
+		// outbox waits for its channel's room, which an ack makes (a
+		// datagram: the channel is then due).
 		return now, true
 	}
 	var dl deadline
