@@ -771,6 +771,41 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 	return dst
 }
 
+// NextExpiry returns the earliest time at which Expire, called then, may
+// do something: declare the oldest pending seq lost by the time threshold
+// (if an ack is newer than it) or by the retransmission time-out, or step
+// a raised threshold back toward its base. ok is false when no such time
+// exists (nothing pending, no threshold raised). An ack applied in
+// between (OnAck) may move it either way; Send never makes it earlier
+// than what it was (the new seq is the newest). A caller that sleeps
+// until it (or until a datagram arrives) and then calls Expire honours
+// every rule of Expire on time. O(1), no allocation.
+func (t *SendTracker) NextExpiry() (at time.Duration, ok bool) {
+	if t.pktThresh != t.cfg.ReorderThreshold || t.timeEighths != baseTimeEighths {
+		at, ok = t.adaptedAt+max(adaptDecayRTTs*t.rtt.Smoothed(), minAdaptDecay), true
+	}
+	if t.pending == 0 {
+		return at, ok
+	}
+	seq := t.oldest
+	s := t.ring.Get(seq)
+	for s == nil && seq != t.next { // oldest is only possibly unresolved
+		seq++
+		s = t.ring.Get(seq)
+	}
+	if s == nil {
+		return at, ok
+	}
+	due := s.sentAt + t.RTO()
+	if t.hasLargest && seq.Older(t.largest) {
+		due = min(due, s.sentAt+t.lossDelay())
+	}
+	if !ok || due < at {
+		at = due
+	}
+	return at, true
+}
+
 // lose declares the pending seq (whose ring slot is slot) lost for cause,
 // remembering it for spurious-loss detection: behind is how far it was
 // behind the largest acked seq, rules which thresholds declared it.

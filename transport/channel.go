@@ -156,6 +156,12 @@ type Channel struct {
 	burst     int    // datagrams sent in this Flush
 	lastSend  time.Duration
 
+	// For NextDeadline: wantFlush is set by whatever may give the next
+	// Flush work (a Send, a Disconnect, a datagram received) and cleared
+	// when a Flush starts; budgetHit is set when a Flush stopped at
+	// MaxDatagramsPerFlush with work left.
+	wantFlush, budgetHit bool
+
 	stats ChannelStats
 }
 
@@ -237,6 +243,7 @@ func (c *Channel) SendUnreliable(p []byte) error {
 	c.outArena = wire.AppendUnreliableFrame(c.outArena, wire.UnreliableFrame{Payload: p})
 	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off)})
 	c.outBytes += len(c.outArena) - off
+	c.wantFlush = true
 	return nil
 }
 
@@ -255,6 +262,7 @@ func (c *Channel) SendSequenced(s uint8, p []byte) error {
 	c.seqNext[s]++
 	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off)})
 	c.outBytes += len(c.outArena) - off
+	c.wantFlush = true
 	return nil
 }
 
@@ -277,6 +285,7 @@ func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 		return 0, err
 	}
 	sl.buf = wire.AppendReliableFrame(sl.buf, f)
+	c.wantFlush = true
 	return sl.id, nil
 }
 
@@ -298,12 +307,14 @@ func (c *Channel) SendRecord(tag uint64, p []byte) error {
 	off := len(c.outArena)
 	c.outArena = wire.AppendActionStreamFrame(c.outArena, wire.ActionStreamFrame{Payload: p})
 	c.outRecs = append(c.outRecs, queued{off: int32(off), n: int32(len(c.outArena) - off), tag: tag})
+	c.wantFlush = true
 	return nil
 }
 
 // Disconnect queues a Disconnect frame with reason for the next Flush.
 func (c *Channel) Disconnect(reason wire.DisconnectReason) {
 	c.closing, c.closeWhy = true, reason
+	c.wantFlush = true
 }
 
 // checkQueued checks a payload of n bytes against MaxMessageSize and its
@@ -334,6 +345,7 @@ func (c *Channel) PendingCount() int { return c.tracker.PendingCount() }
 func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.flushes++
 	c.now, c.sink, c.sentAny, c.burst = now, sink, false, 0
+	c.wantFlush, c.budgetHit = false, false
 	c.dispatch(c.tracker.Expire(c.events[:0], now))
 	c.assembler.Expire(now)
 
@@ -399,6 +411,74 @@ func (c *Channel) Stalled() error {
 	return nil
 }
 
+// NextDeadline returns the earliest time on the channel's clock at which
+// Flush has something to do, and true; it is in the past (the time of the
+// last Flush) when a Flush is due at once: before the first Flush, after
+// a Send, Disconnect or Receive since the last one, or when the last one
+// stopped at MaxDatagramsPerFlush with more to send. Otherwise it is the
+// earliest of: a redundant copy due in a datagram of its own (an unacked
+// small reliable message whose last transmission is 5/4 RedundancyInterval
+// old: from RedundancyInterval on, the copy rides in whatever datagram a
+// Flush sends, and the extra quarter lets it ride in the game's next one
+// rather than leave alone microseconds before it — a 60 Hz game's next
+// message is due one interval after the last), a loss verdict by time (the SendTracker's next
+// expiry, which also frees the in-flight window that held anything back),
+// a partial reassembly's expiry, a stall warning or StallTimeout, and the
+// keep-alive (KeepAliveInterval after the last datagram sent), which
+// always exists. A loop that Flushes at that time, and whenever a datagram
+// arrives, runs every timer of the channel on time: this is what lets an
+// event loop sleep until something is due instead of waking on a fixed
+// period. Cost: O(streams + unacked reliable messages), no allocation.
+func (c *Channel) NextDeadline() (time.Duration, bool) {
+	if c.flushes == 0 || c.wantFlush || c.budgetHit || c.ackDirty || c.closing {
+		return c.now, true
+	}
+	at := c.lastSend + KeepAliveInterval
+	if t, ok := c.tracker.NextExpiry(); ok {
+		at = min(at, t)
+	}
+	if t, ok := c.assembler.NextExpiry(); ok {
+		at = min(at, t)
+	}
+	for _, rs := range c.reliable {
+		if rs.unacked == 0 {
+			continue
+		}
+		if !rs.warned {
+			at = min(at, rs.progressAt+c.cfg.StallWarning)
+		}
+		if t := rs.progressAt + c.cfg.StallTimeout; c.cfg.StallTimeout != NoStallTimeout && t > c.now {
+			at = min(at, t) // once passed, Stalled says so: no timer left
+		}
+	}
+	if budget := c.cfg.RedundancyBytes; budget > 0 && c.cfg.RedundancyInterval > 0 {
+		// (With RedundancyInterval 0 copies ride every Flush, whenever it
+		// runs: they set no time of their own.)
+		// A copy already due rode nowhere in the last Flush for lack of
+		// room; the next Flush gives it a datagram of its own, unless the
+		// in-flight window keeps it back (then it waits for an ack or a
+		// verdict, or rides with other traffic).
+		own := c.tracker.InFlightRoom() > c.inFlightMargin()
+		for _, rs := range c.reliable {
+			for id := rs.oldest; id != rs.next; id++ {
+				sl := rs.slot(id)
+				if sl == nil || !sl.sent || sl.frag != nil || len(sl.buf) > budget {
+					continue
+				}
+				t := sl.lastSentAt + c.cfg.RedundancyInterval + c.cfg.RedundancyInterval/4 // see the doc comment
+				if t <= c.now {
+					if !own {
+						continue
+					}
+					return c.now, true
+				}
+				at = min(at, t)
+			}
+		}
+	}
+	return at, true
+}
+
 // KeepAliveInterval is how long a channel stays silent before Flush sends a
 // keep-alive, so the peer's idle time-out sees it alive and its acks flow.
 // An idle time-out must be several times longer.
@@ -422,7 +502,11 @@ func (c *Channel) flushRecords() {
 		if count > 1 || c.curRec != ackmap.NoRecord || !c.fits(len(frame)) {
 			// The record needs fresh datagrams: check they are all there.
 			c.finish()
-			if c.burst+count > c.cfg.MaxDatagramsPerFlush || c.tracker.InFlightRoom() < count {
+			if c.burst+count > c.cfg.MaxDatagramsPerFlush {
+				c.budgetHit = true
+				break
+			}
+			if c.tracker.InFlightRoom() < count {
 				break
 			}
 		}
@@ -757,6 +841,7 @@ func (c *Channel) room(n int) bool {
 	}
 	c.finish()
 	if c.burst >= c.cfg.MaxDatagramsPerFlush {
+		c.budgetHit = true
 		return false
 	}
 	c.begin()
@@ -842,6 +927,7 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		c.stats.TooOld++
 		return nil
 	}
+	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
 		evs, err := c.tracker.OnAck(c.events[:0], now, h.Ack, h.AckBits)
 		if err != nil {

@@ -48,6 +48,11 @@ const (
 	// have its verdict (the longest clean round trip is ~0.5 s plus the
 	// peer's Flush interval).
 	confPendingAge = 2 * time.Second
+	// confDueStreak is how many wake-ups in a row for a deadline already
+	// due make a busy loop: each legitimate one (a Flush cut short by
+	// MaxDatagramsPerFlush, a handler's send) makes progress, and the
+	// in-flight window stops a burst long before this.
+	confDueStreak = 1000
 	// confStreamCap bounds the messages per stream in one run, so 16-bit
 	// message ids never wrap within a run and the model can key on them.
 	confStreamCap = 30000
@@ -68,6 +73,7 @@ const (
 	failDisconnect                   // the session ended (an error surfaced) under survivable impairments
 	failSetup                        // an Endpoint could not connect over the clean link
 	failSendError                    // a Send returned an error other than ErrQueueFull
+	failBusyLoop                     // an until-deadline side woke for a deadline already due, again and again
 	numFailClasses
 )
 
@@ -83,6 +89,7 @@ var failClassNames = [numFailClasses]string{
 	failDisconnect:  "disconnected",
 	failSetup:       "setup",
 	failSendError:   "send-error",
+	failBusyLoop:    "busy-loop",
 }
 
 func (c failClass) String() string { return failClassNames[c] }
@@ -245,6 +252,12 @@ const (
 	cadWake                  // on every wake-up: each arrival, and a 1 ms timer
 	cadRandom                // at random intervals of 1–50 ms
 	numCadences
+	// cadDeadline: on each arrival, when the game has a message to send
+	// (it Wakes the loop), and at the NextDeadline the endpoint or channel
+	// reports — no timer of its own: every protocol timer must be a
+	// deadline for the run to pass. It takes the place of cadWake on odd
+	// seeds (drawScenario), so the seeds' other draws are unchanged.
+	cadDeadline
 )
 
 func (c cadence) String() string {
@@ -253,6 +266,8 @@ func (c cadence) String() string {
 		return "60Hz"
 	case cadWake:
 		return "every-wake-up"
+	case cadDeadline:
+		return "until-deadline"
 	}
 	return "random-1-50ms"
 }
@@ -268,7 +283,11 @@ type confSide struct {
 	genR  *rand.Rand
 	wake  time.Duration // next wake-up
 	wakes uint64
-	flow  *confFlow // what this side sends
+	// dueRuns counts a cadDeadline side's wake-ups for a deadline already
+	// due (see deadline), dueStreak those in a row.
+	dueRuns   uint64
+	dueStreak int
+	flow      *confFlow // what this side sends
 
 	// Bare Channel variant.
 	ch     *Channel
@@ -342,9 +361,47 @@ func (sd *confSide) scheduleAfter(now time.Duration) {
 		sd.wake = sd.sc.phase + k*tick
 	case cadWake:
 		sd.wake = now + confWakeTimer
+	case cadDeadline:
+		sd.wake = sd.deadline(now)
 	default:
 		sd.wake = now + time.Millisecond + time.Duration(sd.cadR.Int64N(int64(49*time.Millisecond)+1))
 	}
+}
+
+// deadline is when a cadDeadline side next wakes without an arrival: the
+// NextDeadline of its endpoint or channel, or sooner when the game
+// generates traffic (its Send wakes the loop). A deadline already due
+// wakes it after confWakeLatency, as a loop that skips its Wait runs its
+// next round at once; dueRuns counts those, so a deadline stuck in the
+// past shows in the per-side detail (wakes=… (due …)).
+func (sd *confSide) deadline(now time.Duration) time.Duration {
+	at, ok := time.Duration(0), false
+	if sd.ep != nil {
+		at, ok = sd.ep.NextDeadline()
+	} else if sd.ch != nil {
+		at, ok = sd.ch.NextDeadline()
+	}
+	if !ok {
+		at = now + time.Hour
+	}
+	if sd.sim.trafficOn && sd.channel() != nil {
+		if sd.sc.steadyHz > 0 {
+			at = min(at, sd.nextSteady)
+		}
+		at = min(at, sd.nextBurst)
+	}
+	// A back-pressured backlog is offered again at each wake-up: the acks
+	// that make room for it arrive as datagrams, which wake the loop.
+	if at <= now {
+		sd.dueRuns++
+		if sd.dueStreak++; sd.dueStreak == confDueStreak {
+			sd.sim.fail(failBusyLoop, "%s: %d wake-ups in a row at %v for a deadline already due (NextDeadline %v)",
+				sd.name, confDueStreak, now, at)
+		}
+		return now + confWakeLatency
+	}
+	sd.dueStreak = 0
+	return at
 }
 
 // run is one iteration of the side's loop, as a user writes it: receive
@@ -1096,7 +1153,7 @@ func (s *confSim) run() {
 func (s *confSim) wakeSides() {
 	for round := 0; round < 2; round++ {
 		for _, sd := range s.sides {
-			if sd.sock.pump() > 0 && sd.sc.cadence == cadWake {
+			if sd.sock.pump() > 0 && (sd.sc.cadence == cadWake || sd.sc.cadence == cadDeadline) {
 				sd.wake = min(sd.wake, s.now+confWakeLatency)
 			}
 		}

@@ -126,6 +126,9 @@ func drawScenario(seed uint64, v confVariant) *confScenario {
 	for i := range sc.side {
 		sd := &sc.side[i]
 		sd.cadence = cadence(cads[i])
+		if sd.cadence == cadWake && seed%2 == 1 {
+			sd.cadence = cadDeadline
+		}
 		sd.phase = time.Duration(r.Int64N(int64(time.Second / 60)))
 		np := 0
 		switch x := r.IntN(10); {
@@ -315,8 +318,8 @@ func runConfScenario(sc *confScenario) confResult {
 		tr = append(tr, fmt.Sprintf("%s rel=%d/%d seq=%d/%d unrel=%d/%d max=%dB queue-full=%d (longest %v, dropped %d)",
 			f.name, f.deliveredN[Reliable], f.accepted[Reliable], f.deliveredN[Sequenced], f.accepted[Sequenced],
 			f.deliveredN[Unreliable], f.accepted[Unreliable], f.maxSize, f.queueFull, f.maxBlocked.Round(time.Millisecond), f.dropped))
-		line := fmt.Sprintf("%s: %v wakes=%d sent=%d datagrams, rx-buffer drops=%d (peak %d B), bad session headers %d, peaks: held %d (%d B) buffered-in %d B queued %d B partial %d pending %d",
-			sd.name, sd.sc.cadence, sd.wakes, sd.sock.sent, sd.sock.rxDrops, sd.sock.rxMax, sd.wrong,
+		line := fmt.Sprintf("%s: %v wakes=%d (due %d) sent=%d datagrams, rx-buffer drops=%d (peak %d B), bad session headers %d, peaks: held %d (%d B) buffered-in %d B queued %d B partial %d pending %d",
+			sd.name, sd.sc.cadence, sd.wakes, sd.dueRuns, sd.sock.sent, sd.sock.rxDrops, sd.sock.rxMax, sd.wrong,
 			sd.peakHeld, sd.peakHeldBytes, sd.peakBufferedIn, sd.peakQueued, sd.peakPartial, sd.peakPending)
 		if ch := sd.channel(); ch != nil {
 			st := ch.Stats()

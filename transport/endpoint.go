@@ -104,6 +104,7 @@ type Endpoint struct {
 
 	outbox      outbox // Send's queue, drained by Flush
 	outboxRound uint64 // drainOutbox calls, for Peer.outboxBlocked
+	outboxLeft  int32  // messages the last drainOutbox left (back-pressure)
 
 	// Whether a read or send error has been logged (the first of each
 	// kind is; the rest are only counted).
@@ -206,6 +207,10 @@ func newEndpoint(conn socket.Conn, cfg EndpointConfig, h EndpointHandler, r role
 	return e, nil
 }
 
+// drainer is a socket that can tell that a read emptied its receive
+// queue (udp.Conn), sparing Poll the read that would find nothing.
+type drainer interface{ Drained() bool }
+
 // waiterRef boxes the socket's Waiter for the atomic pointer.
 type waiterRef struct{ w socket.Waiter }
 
@@ -249,6 +254,8 @@ func (e *Endpoint) Err() error { return e.err }
 
 // Poll reads every datagram waiting in the socket (at most
 // EndpointConfig.MaxDatagramsPerPoll) in batches of socket.IdealBatchSize
+// — until a read finds nothing, or one the socket reports emptied its
+// queue (udp.Conn.Drained), which spares a read that would find nothing —
 // and dispatches each: handshake messages to the handshake, session
 // datagrams — after the source-address and constant-time secret check — to
 // their peer's Channel, whose deliveries reach the handler before Poll
@@ -269,6 +276,10 @@ func (e *Endpoint) Poll(now time.Duration) error {
 	for read := 0; read < e.cfg.MaxDatagramsPerPoll; {
 		batch := e.in[:min(len(e.in), e.cfg.MaxDatagramsPerPoll-read)]
 		n, err := e.conn.TryReadBatch(batch)
+		e.stats.Reads++
+		if n == 0 {
+			e.stats.EmptyReads++
+		}
 		if err != nil {
 			e.writeOut()
 			if errors.Is(err, net.ErrClosed) {
@@ -282,10 +293,15 @@ func (e *Endpoint) Poll(now time.Duration) error {
 			e.handle(now, m.Addr, m.Buf[:min(max(m.N, 0), len(m.Buf))])
 		}
 		read += n
-		// Only an empty read means the socket is drained: a socket may
-		// return fewer than asked with more waiting (GRO hands out at most
-		// 16 coalesced buffers per read).
+		// Only an empty read means the socket is drained, unless the
+		// socket says so itself (udp.Conn.Drained): a socket may return
+		// fewer than asked with more waiting (GRO hands out at most 16
+		// coalesced buffers per read). A datagram that arrives after a
+		// drained read wakes the next Wait at once, as after an empty one.
 		if n == 0 {
+			break
+		}
+		if d, ok := e.conn.(drainer); ok && d.Drained() {
 			break
 		}
 	}
@@ -297,25 +313,33 @@ func (e *Endpoint) Poll(now time.Duration) error {
 // for Poll, Wake is called, or d passes, whichever is first; then the
 // caller Polls and Flushes. It lets a loop answer a datagram within
 // microseconds instead of at its next fixed tick, and cost nothing while
-// idle — the event-driven loop (Run with RunConfig.Tick 0 is this loop):
+// idle. The event-driven loop (Run with RunConfig.Tick 0 is this loop)
+// waits until the endpoint's next deadline (NextDeadline), so it wakes
+// only when a datagram arrives, Wake is called or a timer is due:
 //
 //	for {
 //		ep.Poll(ep.Now())
 //		ep.Flush(ep.Now()) // on every wake-up: Flush may run at any cadence
-//		ep.Wait(5 * time.Millisecond) // the longest sleep: paces redundancy, retransmissions, keep-alives
+//		if at, ok := ep.NextDeadline(); ok {
+//			if d := at - ep.Now(); d > 0 {
+//				ep.Wait(min(d, time.Second))
+//			}
+//		}
 //	}
 //
-// A fixed-rate loop (Poll, game logic, Flush, sleep until the next tick)
-// is just as valid; the protocol's timers are durations on now, so the
-// cadence changes latency, never behaviour.
+// A loop that waits a fixed d (5 ms, say) is valid too, and so is a
+// fixed-rate loop (Poll, game logic, Flush, sleep until the next tick);
+// the protocol's timers are durations on now, so the cadence changes
+// latency and wake-ups, never behaviour.
 //
 // A wake-up with nothing to read is allowed. When the socket is a
 // socket.Waiter (the UDP socket: on Linux an epoll set of its own, parked
 // in the Go netpoller; see udp.Conn.Wait) Wait sleeps on it; otherwise it
-// sleeps for d or until Wake, not waking for datagrams. It returns an
-// error wrapping ErrClosed (and so net.ErrClosed) once the endpoint or its
-// socket is closed. It allocates nothing (after its first call, on a
-// socket that is not a Waiter).
+// sleeps for d or until Wake, not waking for datagrams (a loop over such a
+// socket must poll: Run does every RunPollInterval). Each call counts in
+// EndpointStats.Waits. It returns an error wrapping ErrClosed (and so
+// net.ErrClosed) once the endpoint or its socket is closed. It allocates
+// nothing (after its first call, on a socket that is not a Waiter).
 func (e *Endpoint) Wait(d time.Duration) error {
 	if e.closed {
 		return ErrClosed
@@ -323,6 +347,7 @@ func (e *Endpoint) Wait(d time.Duration) error {
 	if e.fatal != nil {
 		return e.fatal
 	}
+	e.stats.Waits++
 	if w := e.waiter.Load().w; w != nil {
 		if err := w.Wait(d); err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -343,6 +368,113 @@ func (e *Endpoint) Wait(d time.Duration) error {
 	case <-e.waitTimer.C:
 	}
 	return nil
+}
+
+// NextDeadline returns the earliest time on the endpoint's clock
+// (EndpointConfig.Clock, the now of Poll and Flush) at which Flush has
+// something to do, and true; false only once the endpoint is closed. It
+// is at or before the last Poll or Flush's now — due at once — when a
+// message Send queued since the last Flush waits in the outbox (one the
+// Flush kept back for a full channel waits for that channel's ack), or a
+// channel has work left
+// (a datagram received, a message queued, a Flush cut short by
+// Config.MaxDatagramsPerFlush; see Channel.NextDeadline), or a session is
+// being Disconnected (one copy of its Disconnect frame per Flush).
+// Otherwise it is the earliest of every peer's channel deadline (ack,
+// redundant copy, loss verdict, reassembly expiry, stall warning and
+// time-out, keep-alive), its idle time-out (IdleTimeout after it was last
+// heard), a suspended session's expiry, a client's handshake re-send and
+// time-out and its ResumeAfter, and the stats refresh (Publish). A
+// datagram arriving or a Send can only make it earlier: an event loop
+// that Waits until it, or until woken, and then Polls and Flushes runs
+// every timer of the endpoint on time and never wakes for nothing —
+// Run's event-driven loop is this loop:
+//
+//	for {
+//		ep.Poll(ep.Now())
+//		ep.Flush(ep.Now())
+//		if at, ok := ep.NextDeadline(); ok {
+//			if d := at - ep.Now(); d > 0 {
+//				ep.Wait(min(d, time.Second))
+//			}
+//		}
+//	}
+//
+// Call it on the endpoint's goroutine, after Flush. Cost: O(peers +
+// their unacked reliable messages), no allocation.
+func (e *Endpoint) NextDeadline() (time.Duration, bool) {
+	if e.closed {
+		return 0, false
+	}
+	now := e.now
+	if e.fatal != nil || e.outbox.n.Load() > e.outboxLeft {
+		// A Send since the last Flush. What the last Flush left in the
+		// outbox waits for its channel's room, which an ack makes (a
+		// datagram: the channel is then due).
+		return now, true
+	}
+	var dl deadline
+	if e.board != nil {
+		dl.add(e.boardAt + e.cfg.StatsInterval)
+	}
+	if e.role == roleClient {
+		if d := &e.dial; d.phase != dialIdle {
+			dl.add(d.next)
+			if !d.resume {
+				dl.add(d.start + e.cfg.HandshakeTimeout)
+			}
+		}
+		if p := e.remote; p != nil && p.state == PeerConnected && e.cfg.ResumeAfter != NoResume {
+			dl.add(p.lastRx + e.cfg.ResumeAfter)
+		}
+		if p := e.remote; p != nil && p.state != PeerClosed {
+			e.peerDeadline(p, &dl)
+		}
+	} else {
+		for i := range e.peers {
+			if p := e.peers[i]; p != nil {
+				e.peerDeadline(p, &dl)
+			}
+		}
+	}
+	if !dl.ok {
+		// A server with no session: nothing is due until a datagram
+		// arrives. The loop still needs a bound to sleep to.
+		return now + time.Hour, true
+	}
+	return dl.at, true
+}
+
+// deadline is the earliest of the times added to it.
+type deadline struct {
+	at time.Duration
+	ok bool
+}
+
+func (d *deadline) add(t time.Duration) {
+	if !d.ok || t < d.at {
+		d.at, d.ok = t, true
+	}
+}
+
+// peerDeadline adds to dl the times at which tickPeer has work for p.
+func (e *Endpoint) peerDeadline(p *Peer, dl *deadline) {
+	switch p.state {
+	case PeerConnected:
+		dl.add(p.lastRx + e.cfg.IdleTimeout)
+		if t, ok := p.ch.NextDeadline(); ok {
+			dl.add(t)
+		}
+	case PeerSuspended:
+		dl.add(p.horizon)
+		if e.role == roleClient {
+			if t, ok := p.ch.NextDeadline(); ok {
+				dl.add(t)
+			}
+		}
+	case PeerClosing:
+		dl.add(e.now)
+	}
 }
 
 // Wake ends a Wait in progress, or makes the next one return at once. It

@@ -79,6 +79,7 @@ type recorder struct {
 	connects []*Peer
 	resumes  []*Peer
 	suspends []wire.DisconnectReason
+	suspAt   []time.Duration
 	discs    []wire.DisconnectReason
 	discAt   []time.Duration
 	clock    *time.Duration
@@ -98,6 +99,7 @@ func newRecorder(t testing.TB, name string, clock *time.Duration) *recorder {
 func (r *recorder) OnConnect(p *Peer) { r.connects = append(r.connects, p) }
 func (r *recorder) OnSuspend(p *Peer, why wire.DisconnectReason) {
 	r.suspends = append(r.suspends, why)
+	r.suspAt = append(r.suspAt, *r.clock)
 }
 func (r *recorder) OnResume(p *Peer) { r.resumes = append(r.resumes, p) }
 func (r *recorder) OnDisconnect(p *Peer, why wire.DisconnectReason) {

@@ -84,6 +84,15 @@ type EndpointStats struct {
 	SendErrors             uint64 // datagrams the socket refused (skipped)
 	Ticks                  uint64 // Flush calls
 
+	// The loop's wake-ups (see Endpoint.NextDeadline): Waits counts Wait
+	// calls (each a sleep, ended by a datagram, a Wake or its time-out);
+	// DueRounds counts the rounds an event-driven Run started without
+	// sleeping, something being due already; Reads counts the socket
+	// reads Poll issued (TryReadBatch calls) and EmptyReads those that
+	// found nothing.
+	Waits, DueRounds  uint64
+	Reads, EmptyReads uint64
+
 	// Server handshake.
 	ConnectRequests   uint64 // well-formed requests within the rate limits
 	ConnectResponses  uint64 // well-formed responses within the rate limits

@@ -601,6 +601,13 @@ func TestEndpointNoAllocs(t *testing.T) {
 					t.Fatal(err)
 				}
 				n.step()
+				// What an event loop asks after each round.
+				if _, ok := srv.ep.NextDeadline(); !ok {
+					t.Fatal("no deadline on a live server")
+				}
+				if _, ok := cl.ep.NextDeadline(); !ok {
+					t.Fatal("no deadline on a live client")
+				}
 			}
 			for range 300 {
 				tick()

@@ -180,4 +180,5 @@ func (e *Endpoint) drainOutbox() {
 	clear(o.entries[keep:])
 	o.entries, o.buf = o.entries[:keep], o.buf[:kept]
 	o.n.Store(int32(keep))
+	e.outboxLeft = int32(keep)
 }

@@ -71,10 +71,16 @@ type reliableSender struct {
 	slots     []sendSlot // indexed by id & mask; nil until the first push
 	window    int
 	freeFrags []*fragState // released fragment states, reused
-	mask      wire.Seq
-	oldest    wire.Seq // oldest unacked id (== next when empty)
-	next      wire.Seq // id the next message gets
-	queued    int      // bytes held
+	// spare holds the copy buffers of messages the window has moved past,
+	// at most maxSpareSend, for the next pushes: a stream that holds few
+	// messages at a time reuses a few buffers instead of giving each of
+	// its window's slots one of its own on first use (which, for a message
+	// every half second on a 256-slot window, allocates for two minutes).
+	spare  [][]byte
+	mask   wire.Seq
+	oldest wire.Seq // oldest unacked id (== next when empty)
+	next   wire.Seq // id the next message gets
+	queued int      // bytes held
 	// span is the bytes of every message from oldest to next, the acked
 	// ones between included: what the receiver may have to buffer behind
 	// a gap on an ordered stream. The byte cap applies to it, not to
@@ -118,13 +124,52 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	}
 	id := s.next
 	sl := &s.slots[id&s.mask]
-	*sl = sendSlot{id: id, state: msgQueued, buf: sl.buf[:0]}
+	buf := sl.buf[:0]
+	if cap(buf) < n {
+		buf = s.takeBuf(buf, n)
+	}
+	*sl = sendSlot{id: id, state: msgQueued, buf: buf}
 	s.next++
 	s.unacked++
 	s.queued += n
 	s.span += n
 	s.everQueued++
 	return sl, nil
+}
+
+// maxSpareSend bounds reliableSender.spare; a buffer the pool has no
+// room for stays in its slot, as every buffer did before the pool.
+const maxSpareSend = 32
+
+// minSendBuf is the smallest copy buffer a stream allocates: small
+// messages whose size varies by a byte or two (varints) then fit the
+// buffer they had before.
+const minSendBuf = 64
+
+// takeBuf returns an empty buffer of capacity at least n for a message in
+// place of own (the slot's buffer, too small): the newest spare if it is
+// large enough (own, if any, taking its place), else a new one of at
+// least minSendBuf bytes rounded up to a power of two up to 4 KiB (own
+// is dropped, as append would have). Allocates only in the last case.
+func (s *reliableSender) takeBuf(own []byte, n int) []byte {
+	if k := len(s.spare) - 1; k >= 0 && cap(s.spare[k]) >= n {
+		b := s.spare[k]
+		if own != nil {
+			s.spare[k] = own[:0]
+		} else {
+			s.spare[k] = nil
+			s.spare = s.spare[:k]
+		}
+		return b[:0]
+	}
+	size := n
+	if n <= 4096 {
+		size = minSendBuf
+		for size < n {
+			size <<= 1
+		}
+	}
+	return make([]byte, 0, size)
 }
 
 // newFrag returns a zeroed fragment state, reusing a released one.
@@ -207,7 +252,15 @@ func (s *reliableSender) release(sl *sendSlot) {
 		sl.frag = nil
 	}
 	for s.oldest != s.next && s.slots[s.oldest&s.mask].state == msgFree {
-		s.span -= len(s.slots[s.oldest&s.mask].buf)
+		old := &s.slots[s.oldest&s.mask]
+		s.span -= len(old.buf)
+		if old.buf != nil && len(s.spare) < maxSpareSend {
+			if s.spare == nil {
+				s.spare = make([][]byte, 0, maxSpareSend)
+			}
+			s.spare = append(s.spare, old.buf[:0])
+			old.buf = nil
+		}
 		s.oldest++
 	}
 }

@@ -13,9 +13,15 @@ import (
 
 // Defaults of RunConfig.
 const (
-	DefaultRunMaxWait = 5 * time.Millisecond
+	DefaultRunMaxWait = time.Second
 	DefaultRunDrain   = time.Second
 )
+
+// RunPollInterval is how often an event-driven loop (Run, DialContext)
+// polls a socket that is not a socket.Waiter — one that cannot wake the
+// loop when a datagram arrives (simlink, the gnet backend) — however far
+// away the endpoint's next deadline is.
+const RunPollInterval = 5 * time.Millisecond
 
 // RunConfig configures Run. The zero value is an event-driven loop with
 // the defaults; Validate reports the first field out of range.
@@ -25,21 +31,29 @@ type RunConfig struct {
 	// between; a datagram waits for the next tick, and so does a message
 	// from Endpoint.Send. A loop that falls more than a tick behind skips
 	// the missed ticks rather than running them back to back. 0 (the
-	// default) makes it event-driven: Poll, OnTick, Flush, then
-	// Endpoint.Wait(MaxWait), so a datagram or a Send is answered within
-	// microseconds. Range 0 or [100 µs, 1 s].
+	// default) makes it event-driven: Poll, OnTick, Flush, then sleep
+	// (Endpoint.Wait) until the endpoint's next deadline
+	// (Endpoint.NextDeadline: an ack, a redundant copy, a loss verdict, a
+	// keep-alive, a time-out…) or until a datagram arrives or Wake or Send
+	// is called, so a datagram or a Send is answered within microseconds
+	// and an idle loop wakes only when a timer is due. Range 0 or
+	// [100 µs, 1 s].
 	Tick time.Duration
 
-	// MaxWait (event-driven) is the longest the loop sleeps between two
-	// rounds: it paces redundancy, retransmissions and keep-alives on an
-	// idle loop. Keep it at most Config.RedundancyInterval (1/60 s) on
-	// lossy paths. Default 5 ms; range [100 µs, 1 s].
+	// MaxWait (event-driven) bounds one sleep of the loop: it wakes at the
+	// endpoint's next deadline or after MaxWait, whichever is first. Every
+	// protocol timer is a deadline, so MaxWait is only a safety net; on a
+	// socket that is not a socket.Waiter (it cannot wake the loop for a
+	// datagram) the loop also polls every RunPollInterval. Default 1 s;
+	// range [100 µs, 1 s].
 	MaxWait time.Duration
 
 	// OnTick, if set, runs on the loop's goroutine every round, after Poll
 	// (whose deliveries reached the handler) and before Flush (which sends
 	// what it queued), with the round's time: the place for game logic
-	// that uses Peers and Channels directly.
+	// that uses Peers and Channels directly. An event-driven loop runs
+	// rounds only when something arrives or is due, so logic that must
+	// run at a fixed rate wants Tick (or Wakes the endpoint itself).
 	OnTick func(now time.Duration)
 
 	// Drain bounds the orderly shutdown when the context ends: for up to
@@ -99,7 +113,12 @@ func (c RunConfig) Validate() error {
 // could already be connected (DialContext) or still dialing (Dial).
 //
 // Cost: the rounds themselves (allocation-free in steady state), one
-// timer in a fixed-rate loop, and one context.AfterFunc registration.
+// timer in a fixed-rate loop, and one context.AfterFunc registration. An
+// event-driven loop runs a round only when a datagram arrives, Send or
+// Wake is called, or the endpoint's next deadline comes
+// (Endpoint.NextDeadline): an idle connected pair makes about 6 rounds a
+// second per side (keep-alives and their acks), not 200 (a fixed 5 ms
+// timer), and the shutdown's drain waits the same way.
 func Run(ctx context.Context, e *Endpoint, cfg RunConfig) error {
 	if err := cfg.Validate(); err != nil {
 		e.Close()
@@ -132,7 +151,7 @@ func Run(ctx context.Context, e *Endpoint, cfg RunConfig) error {
 			return err
 		}
 		if cfg.Tick == 0 {
-			if err := e.Wait(cfg.MaxWait); err != nil {
+			if err := e.waitDue(cfg.MaxWait); err != nil {
 				e.Close()
 				return err
 			}
@@ -152,6 +171,27 @@ func Run(ctx context.Context, e *Endpoint, cfg RunConfig) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// waitDue sleeps until the endpoint's next deadline, at most limit (and
+// at most RunPollInterval on a socket that cannot wake for a datagram), or
+// until a datagram or a Wake; it returns at once when something is due.
+func (e *Endpoint) waitDue(limit time.Duration) error {
+	if e.waiter.Load().w == nil {
+		limit = min(limit, RunPollInterval)
+	}
+	if at, ok := e.NextDeadline(); ok {
+		d := at - e.Now()
+		if d <= 0 {
+			e.stats.DueRounds++
+			return nil
+		}
+		limit = min(limit, d)
+	}
+	if limit <= 0 {
+		return nil
+	}
+	return e.Wait(limit)
 }
 
 // round is one Poll, onTick, Flush.
@@ -185,9 +225,12 @@ func (e *Endpoint) sessionOver() error {
 
 // shutdown is Run's orderly end (see Run).
 func (e *Endpoint) shutdown(cfg RunConfig) error {
-	pace := cfg.MaxWait
+	// The drain sleeps until something is due (at most a tick in a
+	// fixed-rate loop); the Disconnect copies are spaced by a tick, or by
+	// RunPollInterval in an event-driven loop.
+	pace, spacing := cfg.MaxWait, RunPollInterval
 	if cfg.Tick > 0 {
-		pace = cfg.Tick
+		pace, spacing = cfg.Tick, cfg.Tick
 	}
 	start := e.Now()
 	e.StopAccepting()
@@ -196,7 +239,7 @@ func (e *Endpoint) shutdown(cfg RunConfig) error {
 		if err := e.round(e.Now(), cfg.OnTick); err != nil {
 			return e.shutdownFailed(err)
 		}
-		if err := e.Wait(pace); err != nil {
+		if err := e.waitDue(min(pace, cfg.Drain-(e.Now()-start))); err != nil {
 			return e.shutdownFailed(err)
 		}
 	}
@@ -220,7 +263,7 @@ func (e *Endpoint) shutdown(cfg RunConfig) error {
 			return e.shutdownFailed(err)
 		}
 		if e.StateSize() > 0 {
-			if err := e.Wait(pace); err != nil {
+			if err := e.Wait(spacing); err != nil {
 				return e.shutdownFailed(err)
 			}
 		}
@@ -317,13 +360,13 @@ func DialContext(ctx context.Context, conn socket.Conn, server netip.AddrPort, c
 			return nil, err
 		}
 		// Sleep until the next re-send or the deadline; a socket that
-		// cannot wake for datagrams is polled every DefaultRunMaxWait, and
+		// cannot wake for datagrams is polled every RunPollInterval, and
 		// so is a session ending before it was returned.
-		wait := DefaultRunMaxWait
+		wait := RunPollInterval
 		if e.dial.phase != dialIdle {
 			wait = min(e.dial.next, e.dial.start+e.cfg.HandshakeTimeout) - e.Now()
 			if e.waiter.Load().w == nil {
-				wait = min(wait, DefaultRunMaxWait)
+				wait = min(wait, RunPollInterval)
 			}
 		}
 		if wait > 0 {

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -242,5 +243,36 @@ func TestNoAllocsLinks(t *testing.T) {
 	ls, ss := cl.Stats(), sl.Stats()
 	if ls.ChecksumsVerified < 200 || ls.Desyncs != 0 || ss.InputsAccepted < 200 || ss.Slices < 200 || ls.Clocks < 20 || c.Present() < f {
 		t.Fatalf("the measured path did not run: client %+v, server %+v", ls, ss)
+	}
+}
+
+// The server's side of BenchmarkPeerServerTick64 allocates nothing per
+// tick once warmed as the benchmark warms it (200 ticks, far fewer than a
+// reliable stream's 256-slot window holds clock messages: one every 30
+// frames per peer). Until the reliable sender reused the buffers of acked
+// messages, each clock message claimed a fresh slot's buffer: about 2
+// allocations a tick for 64 peers, for 256 × 30 frames (two minutes).
+// Only serverSide is counted, as the benchmark times only it.
+func TestPeerServerTick64NoAllocs(t *testing.T) {
+	pb := newPeerBench(t, 64)
+	for range 200 {
+		pb.clientSide()
+		pb.serverSide()
+	}
+	const ticks = 300 // 10 clock messages per peer
+	var before, after runtime.MemStats
+	var mallocs uint64
+	for range ticks {
+		pb.clientSide()
+		runtime.ReadMemStats(&before)
+		pb.serverSide()
+		runtime.ReadMemStats(&after)
+		mallocs += after.Mallocs - before.Mallocs
+	}
+	if mallocs != 0 {
+		t.Fatalf("the server's tick with 64 peers allocated %d times in %d ticks (%.2f a tick)", mallocs, ticks, float64(mallocs)/ticks)
+	}
+	if st := pb.links[0].Stats(); st.ClocksSent < 10 || st.Slices < ticks {
+		t.Fatalf("the measured path did not run: %+v", st)
 	}
 }

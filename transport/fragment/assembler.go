@@ -214,6 +214,21 @@ func (a *Assembler) Expire(now time.Duration) int {
 	return n
 }
 
+// NextExpiry returns when Expire will next discard a partial assembly:
+// the first piece's arrival plus Expiry for the oldest one; ok is false
+// when nothing is in assembly. O(MaxPartial), no allocation.
+func (a *Assembler) NextExpiry() (at time.Duration, ok bool) {
+	if a.live == 0 {
+		return 0, false
+	}
+	for i := range a.parts {
+		if p := &a.parts[i]; p.used && (!ok || p.first+a.cfg.Expiry < at) {
+			at, ok = p.first+a.cfg.Expiry, true
+		}
+	}
+	return at, ok
+}
+
 // addTo stores f in p, whose message id is f's, and completes the message
 // if f was its last missing piece. f has been validated on its own.
 func (a *Assembler) addTo(p *partial, f wire.FragmentFrame) ([]byte, error) {

@@ -434,3 +434,37 @@ func TestMemoryBound(t *testing.T) {
 		}
 	}
 }
+
+// NextExpiry names the oldest partial assembly's expiry: nothing before
+// it expires, it does at that time, and with nothing in assembly there is
+// none.
+func TestNextExpiry(t *testing.T) {
+	const ps = 100
+	a := newAssembler(t, AssemblerConfig{PieceSize: ps, Expiry: time.Second})
+	if _, ok := a.NextExpiry(); ok {
+		t.Fatal("an empty assembler reports an expiry")
+	}
+	payload := make([]byte, ps)
+	t0 := time.Hour
+	for i, at := range []time.Duration{t0, t0 + 300*time.Millisecond} {
+		f := wire.FragmentFrame{Mode: wire.FrameUnreliable, MessageID: wire.Seq(10 + i), Count: 3, Payload: payload}
+		if _, err := a.Add(f, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []time.Duration{t0 + time.Second, t0 + 1300*time.Millisecond} {
+		at, ok := a.NextExpiry()
+		if !ok || at != want {
+			t.Fatalf("NextExpiry %v, %v; want %v", at, ok, want)
+		}
+		if n := a.Expire(at - 1); n != 0 {
+			t.Fatalf("Expire just before NextExpiry %v discarded %d", at, n)
+		}
+		if n := a.Expire(at); n != 1 {
+			t.Fatalf("Expire at NextExpiry %v discarded %d, want 1", at, n)
+		}
+	}
+	if at, ok := a.NextExpiry(); ok {
+		t.Fatalf("NextExpiry %v with nothing in assembly", at)
+	}
+}

@@ -87,6 +87,10 @@ type recvState struct {
 	pendI   int
 	pendN   int
 	pendOff int
+
+	// drained: the last read took fewer datagrams from the kernel than
+	// it asked for and handed out every one (Conn.Drained).
+	drained bool
 }
 
 // sendState is owned by the writing goroutine. Each header carries one
@@ -279,6 +283,8 @@ func (c *batchConn) ReadBatch(msgs []socket.Message) (int, error) { return c.rea
 
 func (c *batchConn) TryReadBatch(msgs []socket.Message) (int, error) { return c.read(msgs, false) }
 
+func (c *batchConn) drained() bool { return c.r.drained }
+
 func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 	if c.closed.Load() {
 		return 0, socket.Closed("read", c.laddr)
@@ -306,6 +312,7 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 	for i := range k {
 		r.iovs[i].Base = nil // keep no reference to the caller's buffers
 	}
+	r.drained = err == nil && r.got < k
 	if err != nil {
 		return 0, err
 	}
@@ -341,6 +348,7 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 	r := &c.r
 	var nbytes, trunc uint64
 	n := r.drain(msgs, &nbytes, &trunc)
+	r.drained = false
 	if n < len(msgs) {
 		for i := range r.hdrs {
 			h := &r.hdrs[i].Hdr
@@ -377,6 +385,7 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 			}
 			r.pendI, r.pendN, r.pendOff = 0, r.got, 0
 			n += r.drain(msgs[n:], &nbytes, &trunc)
+			r.drained = r.got < len(r.hdrs) && r.pendI >= r.pendN
 		}
 	}
 	c.countRecv(n, nbytes, trunc)

@@ -148,6 +148,19 @@ func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 	return c.impl.TryReadBatch(msgs)
 }
 
+// Drained reports whether the last ReadBatch or TryReadBatch emptied the
+// socket's receive queue, as far as the socket can tell: the kernel
+// handed it fewer datagrams than it asked for, and every one it received
+// was returned (a read cut short by GRO's buffer count, or by a small
+// msgs, is not drained). A datagram may arrive just after; Wait then
+// returns at once. Endpoint.Poll uses it to end without one more read
+// that would find nothing. Always false for the plain socket. Part of the
+// read role; it allocates nothing.
+func (c *Conn) Drained() bool {
+	d, ok := c.impl.(interface{ drained() bool })
+	return ok && d.drained()
+}
+
 // WriteBatch sends each msgs[i].Buf[:N] to msgs[i].Addr, in order, and
 // returns how many were sent. On error msgs[:n] were sent and msgs[n]
 // caused the error: socket.ErrTooLarge for N above MaxDatagramSize,
