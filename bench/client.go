@@ -84,7 +84,7 @@ func (s ClientScenario) Validate() error {
 //     (process-wide, as in Run): the server's cost is not in them.
 //   - Latency is the round trip through whatever link, plus each end's
 //     reaction time: microseconds for tickwire's event-driven loops (on
-//     Linux; elsewhere up to WaitTick) and kcp-go's reader goroutines.
+//     Linux; elsewhere up to TickInterval) and kcp-go's reader goroutines.
 //
 // The tickwire client ends its session in order when the row ends (a
 // Disconnect on a few ticks), so the server frees its slot at once.

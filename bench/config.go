@@ -87,7 +87,7 @@ func peerConfig(s Scenario) PeerConfig {
 		set["ack_max_in_flight"] = inFlight(ackmap.DefaultMaxInFlight)
 		switch s.Profile {
 		case ProfileEcho, ProfileLoad:
-			set["loop"] = fmt.Sprintf("event-driven Poll/Flush per end (Endpoint.Wait, timer tick %v)", loopTick())
+			set["loop"] = fmt.Sprintf("event-driven Poll/Flush per end (Endpoint.Wait until Endpoint.NextDeadline, at most %v)", loopTick())
 			set["stream"] = "1, reliable-ordered"
 			set["socket"] = "transport/socket/udp (batched), default buffers"
 		case ProfileActions:

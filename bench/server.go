@@ -72,8 +72,8 @@ type ServerStats struct {
 //
 // The tickwire server is one Endpoint on a batched UDP socket holding up
 // to transport.MaxPeersLimit sessions (default handshake rate limits),
-// Polled and Flushed on one goroutine whenever a datagram arrives and at
-// least every WaitTick (Endpoint.Wait); a session ends
+// Polled and Flushed on one goroutine whenever a datagram arrives and
+// whenever its next deadline is due (Endpoint.Wait, Endpoint.NextDeadline); a session ends
 // when its client Disconnects, or after the Endpoint's idle timeout and
 // resume grace. The kcp server is a kcp-go listener in the transport's
 // mode with one goroutine per session, any number of them; kcp has no

@@ -19,16 +19,16 @@ import (
 // (the actions profile's, and a client's goodbye).
 const TickInterval = time.Millisecond
 
-// WaitTick is the timer tick of the echo halves' event-driven loops. They
-// Poll and Flush whenever a datagram arrives or Send hands the client a
-// message (Endpoint.Wait and Wake), so the timer only paces what no
-// datagram triggers: redundant copies, retransmissions, keep-alives. A
-// 1 ms tick measured the same latency for 1.5–2× the CPU. Off Linux, where
-// the UDP socket's Wait does not wake for datagrams, the loops tick every
-// TickInterval instead.
-const WaitTick = 5 * time.Millisecond
+// WaitTick bounds how long the echo halves' event-driven loops sleep
+// between rounds. They Poll and Flush whenever a datagram arrives or Send
+// hands the client a message (Endpoint.Wait and Wake), and otherwise sleep
+// until the endpoint's next deadline (Endpoint.NextDeadline: a redundant
+// copy, a retransmission, a keep-alive), so on Linux the bound is only a
+// safety net. Off Linux, where the UDP socket's Wait does not wake for
+// datagrams, the loops also wake every TickInterval.
+const WaitTick = time.Second
 
-// loopTick is the echo loops' timer tick on this platform.
+// loopTick is the longest the echo loops sleep on this platform.
 func loopTick() time.Duration {
 	if runtime.GOOS == "linux" {
 		return WaitTick
@@ -44,13 +44,13 @@ type tickwireTransport struct{}
 func (tickwireTransport) Name() string { return Tickwire }
 
 // tickLoop drives e on the calling goroutine until stop is closed or e
-// is: before (if set), Poll and Flush, then Wait until the next WaitTick
-// (on an absolute schedule from start), a datagram or a Wake. Both halves
-// run it, each on its own goroutine, so a message is answered within
-// microseconds of arriving, as kcp-go's reader goroutines answer.
+// is: before (if set), Poll and Flush, then Wait until the endpoint's next
+// deadline (at most loopTick), a datagram or a Wake. Both halves run it,
+// each on its own goroutine, so a message is answered within microseconds
+// of arriving, as kcp-go's reader goroutines answer, and an idle loop
+// wakes only when a timer of the endpoint is due.
 func tickLoop(e *transport.Endpoint, start time.Time, stop <-chan struct{}, before func(*transport.Endpoint)) {
-	tick := loopTick()
-	next := time.Since(start)
+	bound := loopTick()
 	for {
 		select {
 		case <-stop:
@@ -67,15 +67,14 @@ func tickLoop(e *transport.Endpoint, start time.Time, stop <-chan struct{}, befo
 		if err := e.Flush(now); errors.Is(err, transport.ErrClosed) {
 			return
 		}
-		// Sleep until the next tick, or until a datagram arrives or
-		// Send wakes the client: the loop answers within microseconds.
-		if now = time.Since(start); now >= next {
-			next += tick
-			if next <= now {
-				next = now + tick // fell behind: do not burst to catch up
-			}
+		wait := bound
+		if at, ok := e.NextDeadline(); ok {
+			wait = min(wait, at-time.Since(start)) // the deadline is on the clock Poll and Flush were given
 		}
-		if err := e.Wait(next - now); errors.Is(err, transport.ErrClosed) {
+		if wait <= 0 {
+			continue // something is due already
+		}
+		if err := e.Wait(wait); errors.Is(err, transport.ErrClosed) {
 			return
 		}
 	}

@@ -14,8 +14,8 @@ import (
 // placed in by a Suite, is in peers.
 const (
 	// Tickwire is tickwire's transport: two Endpoints on UDP sockets, each
-	// driven by its own event-driven Poll/Flush loop (Endpoint.Wait, at
-	// least every WaitTick), messages on reliable-ordered stream 1.
+	// driven by its own event-driven Poll/Flush loop (Endpoint.Wait until
+	// Endpoint.NextDeadline), messages on reliable-ordered stream 1.
 	Tickwire = "tickwire"
 	// KCPFast is kcp-go in the setup its README calls fast mode, the one
 	// for latency: NoDelay(1, 10, 2, 1), window 128/128, message mode
