@@ -25,7 +25,8 @@ import (
 // outlier either way does not decide it. Under that load the medians
 // gave 4.6× (best against best 4.3–4.8×); at load average 1.2 they gave
 // 129.0 / 18.3 = 7.1×. It cannot pass on a box whose other processes
-// take most of the CPU, so it is behind a build tag, run with
+// take most of the CPU, so it is behind a build tag; .ci/run runs it on
+// its own, before the test run, with
 //
 //	go test -tags ratio -run TestKCPBulkFasterThanKCPFast ./bench
 //
