@@ -146,14 +146,7 @@ func BenchmarkClientReconcile4(b *testing.B) {
 		present++
 		if present > 4 {
 			f := present - 4
-			v, err := w.log.Frame(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			recs = recs[:0]
-			for i := range v.Len() {
-				recs = append(recs, v.Record(i))
-			}
+			recs = appendFrameRecords(b, w.log, f, recs[:0])
 			put32(extra, int32(f))
 			recs = append(recs, Record{Sender: 1, Type: w.ids.heal, Entity: w.ents[3], Payload: extra})
 			if err := c.Confirm(f, recs); err != nil {
@@ -201,14 +194,7 @@ func BenchmarkClientPredictRemote2(b *testing.B) {
 		present++
 		if present > 4 {
 			f := present - 4
-			v, err := w.log.Frame(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			recs = recs[:0]
-			for i := range v.Len() {
-				recs = append(recs, v.Record(i))
-			}
+			recs = appendFrameRecords(b, w.log, f, recs[:0])
 			if f == 1 { // the first frame: the peers' held inputs, where the server's sort puts them
 				recs = append([]Record{{Sender: 0, Type: held0.Type, Entity: held0.Entity, Payload: held0.Payload}}, recs...)
 				recs = append(recs[:2], append([]Record{{Sender: 2, Type: held2.Type, Entity: held2.Entity, Payload: held2.Payload}}, recs[2:]...)...)
@@ -233,4 +219,17 @@ func BenchmarkClientPredictRemote2(b *testing.B) {
 	if st.Rewinds != before.Rewinds || st.PredictionHits-before.PredictionHits != uint64(b.N) || st.RemoteInputsPredicted-before.RemoteInputsPredicted != 2*uint64(b.N) {
 		b.Fatalf("%d ticks: %d rewinds, %d hits, %d remote inputs predicted", b.N, st.Rewinds-before.Rewinds, st.PredictionHits-before.PredictionHits, st.RemoteInputsPredicted-before.RemoteInputsPredicted)
 	}
+}
+
+// appendFrameRecords appends the records of frame f of log to dst.
+func appendFrameRecords(tb testing.TB, log *ActionLog, f uint32, dst []Record) []Record {
+	tb.Helper()
+	v, err := log.Frame(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range v.Len() {
+		dst = append(dst, v.Record(i))
+	}
+	return dst
 }
