@@ -2,6 +2,7 @@ package link
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,19 +261,83 @@ func TestPeerServerTick64NoAllocs(t *testing.T) {
 		pb.serverSide()
 	}
 	const ticks = 300 // 10 clock messages per peer
-	var before, after runtime.MemStats
-	var mallocs uint64
-	for range ticks {
-		pb.clientSide()
-		runtime.ReadMemStats(&before)
-		pb.serverSide()
-		runtime.ReadMemStats(&after)
-		mallocs += after.Mallocs - before.Mallocs
-	}
+	mallocs := allocsIn("(*peerBench).serverSide", func() {
+		for range ticks {
+			pb.clientSide()
+			pb.serverSide()
+		}
+	})
 	if mallocs != 0 {
 		t.Fatalf("the server's tick with 64 peers allocated %d times in %d ticks (%.2f a tick)", mallocs, ticks, float64(mallocs)/ticks)
 	}
 	if st := pb.links[0].Stats(); st.ClocksSent < 10 || st.Slices < ticks {
 		t.Fatalf("the measured path did not run: %+v", st)
 	}
+}
+
+// allocsIn runs f with every allocation recorded (MemProfileRate 1) and
+// returns how many objects f allocated on stacks that pass through a
+// function whose name ends in frame. Counting by stack, rather than by
+// MemStats.Mallocs around each call, leaves out what the runtime
+// allocates for itself meanwhile (an OS thread started when a
+// ReadMemStats restarts the world) and what other goroutines allocate.
+func allocsIn(frame string, f func()) int64 {
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	defer func() { runtime.MemProfileRate = old }()
+	count := func() int64 {
+		runtime.GC() // the profile is published by the GC cycles after an allocation
+		runtime.GC()
+		n, _ := runtime.MemProfile(nil, true)
+		recs := make([]runtime.MemProfileRecord, n+64)
+		for {
+			var ok bool
+			if n, ok = runtime.MemProfile(recs, true); ok {
+				break
+			}
+			recs = make([]runtime.MemProfileRecord, n+64)
+		}
+		var total int64
+		for _, r := range recs[:n] {
+			frames := runtime.CallersFrames(r.Stack())
+			for {
+				fr, more := frames.Next()
+				if strings.HasSuffix(fr.Function, frame) {
+					total += r.AllocObjects
+					break
+				}
+				if !more {
+					break
+				}
+			}
+		}
+		return total
+	}
+	before := count()
+	f()
+	return count() - before
+}
+
+// allocsIn sees an allocation 20 calls below the marked frame, and none
+// outside it.
+func TestAllocsIn(t *testing.T) {
+	var sink [][]byte
+	if n := allocsIn("link.markedFrame", func() { markedFrame(20, &sink) }); n < 1 {
+		t.Fatalf("allocsIn counted %d allocations under the marked frame, want ≥ 1", n)
+	}
+	if n := allocsIn("link.markedFrame", func() { sink = append(sink, make([]byte, 64)) }); n != 0 {
+		t.Fatalf("allocsIn counted %d allocations outside the marked frame", n)
+	}
+}
+
+//go:noinline
+func markedFrame(depth int, sink *[][]byte) { deepAlloc(depth, sink) }
+
+//go:noinline
+func deepAlloc(depth int, sink *[][]byte) {
+	if depth > 0 {
+		deepAlloc(depth-1, sink)
+		return
+	}
+	*sink = append(*sink, make([]byte, 64))
 }
