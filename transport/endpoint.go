@@ -99,6 +99,7 @@ type Endpoint struct {
 	// timer and a channel. waiter is replaced when Resume changes the
 	// socket; Wake reads it from any goroutine.
 	waiter    atomic.Pointer[waiterRef]
+	drainer   drainer // the socket, when it is one; set with waiter
 	woken     chan struct{}
 	waitTimer *time.Timer
 
@@ -214,10 +215,13 @@ type drainer interface{ Drained() bool }
 // waiterRef boxes the socket's Waiter for the atomic pointer.
 type waiterRef struct{ w socket.Waiter }
 
-// setWaiter records conn's Waiter (nil if it is not one).
+// setWaiter records conn's Waiter and drainer (nil if it is not one),
+// once per socket: asserting to an interface on every Poll would call
+// into the runtime, which now and then allocates to grow its cache.
 func (e *Endpoint) setWaiter(conn socket.Conn) {
 	w, _ := conn.(socket.Waiter)
 	e.waiter.Store(&waiterRef{w: w})
+	e.drainer, _ = conn.(drainer)
 }
 
 // Now reads the endpoint's clock (EndpointConfig.Clock). It is safe from
@@ -301,7 +305,7 @@ func (e *Endpoint) Poll(now time.Duration) error {
 		if n == 0 {
 			break
 		}
-		if d, ok := e.conn.(drainer); ok && d.Drained() {
+		if e.drainer != nil && e.drainer.Drained() {
 			break
 		}
 	}

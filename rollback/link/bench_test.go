@@ -1,6 +1,8 @@
 package link
 
 import (
+	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -261,14 +263,14 @@ func TestPeerServerTick64NoAllocs(t *testing.T) {
 		pb.serverSide()
 	}
 	const ticks = 300 // 10 clock messages per peer
-	mallocs := allocsIn("(*peerBench).serverSide", func() {
+	mallocs, where := allocsIn("(*peerBench).serverSide", func() {
 		for range ticks {
 			pb.clientSide()
 			pb.serverSide()
 		}
 	})
 	if mallocs != 0 {
-		t.Fatalf("the server's tick with 64 peers allocated %d times in %d ticks (%.2f a tick)", mallocs, ticks, float64(mallocs)/ticks)
+		t.Fatalf("the server's tick with 64 peers allocated %d times in %d ticks (%.2f a tick), first at:%s", mallocs, ticks, float64(mallocs)/ticks, where)
 	}
 	if st := pb.links[0].Stats(); st.ClocksSent < 10 || st.Slices < ticks {
 		t.Fatalf("the measured path did not run: %+v", st)
@@ -277,15 +279,16 @@ func TestPeerServerTick64NoAllocs(t *testing.T) {
 
 // allocsIn runs f with every allocation recorded (MemProfileRate 1) and
 // returns how many objects f allocated on stacks that pass through a
-// function whose name ends in frame. Counting by stack, rather than by
+// function whose name ends in frame, and where the first of them was
+// allocated (for the failure message). Counting by stack, rather than by
 // MemStats.Mallocs around each call, leaves out what the runtime
 // allocates for itself meanwhile (an OS thread started when a
 // ReadMemStats restarts the world) and what other goroutines allocate.
-func allocsIn(frame string, f func()) int64 {
+func allocsIn(frame string, f func()) (int64, string) {
 	old := runtime.MemProfileRate
 	runtime.MemProfileRate = 1
 	defer func() { runtime.MemProfileRate = old }()
-	count := func() int64 {
+	count := func() map[[32]uintptr]int64 {
 		runtime.GC() // the profile is published by the GC cycles after an allocation
 		runtime.GC()
 		n, _ := runtime.MemProfile(nil, true)
@@ -297,13 +300,13 @@ func allocsIn(frame string, f func()) int64 {
 			}
 			recs = make([]runtime.MemProfileRecord, n+64)
 		}
-		var total int64
+		by := make(map[[32]uintptr]int64)
 		for _, r := range recs[:n] {
 			frames := runtime.CallersFrames(r.Stack())
 			for {
 				fr, more := frames.Next()
 				if strings.HasSuffix(fr.Function, frame) {
-					total += r.AllocObjects
+					by[r.Stack0] += r.AllocObjects
 					break
 				}
 				if !more {
@@ -311,21 +314,51 @@ func allocsIn(frame string, f func()) int64 {
 				}
 			}
 		}
-		return total
+		return by
 	}
 	before := count()
 	f()
-	return count() - before
+	var total int64
+	var where string
+	for stack, n := range count() {
+		if d := n - before[stack]; d > 0 {
+			total += d
+			if where == "" {
+				where = describeStack(stack)
+			}
+		}
+	}
+	return total, where
+}
+
+// describeStack names a recorded stack's frames, innermost first.
+func describeStack(stack [32]uintptr) string {
+	var b strings.Builder
+	pcs := stack[:]
+	for i, pc := range pcs {
+		if pc == 0 {
+			pcs = pcs[:i]
+			break
+		}
+	}
+	frames := runtime.CallersFrames(pcs)
+	for {
+		fr, more := frames.Next()
+		fmt.Fprintf(&b, "\n\t%s (%s:%d)", fr.Function, filepath.Base(fr.File), fr.Line)
+		if !more {
+			return b.String()
+		}
+	}
 }
 
 // allocsIn sees an allocation 20 calls below the marked frame, and none
 // outside it.
 func TestAllocsIn(t *testing.T) {
 	var sink [][]byte
-	if n := allocsIn("link.markedFrame", func() { markedFrame(20, &sink) }); n < 1 {
-		t.Fatalf("allocsIn counted %d allocations under the marked frame, want ≥ 1", n)
+	if n, where := allocsIn("link.markedFrame", func() { markedFrame(20, &sink) }); n < 1 || !strings.Contains(where, "deepAlloc") {
+		t.Fatalf("allocsIn counted %d allocations under the marked frame, want ≥ 1 in deepAlloc; first at:%s", n, where)
 	}
-	if n := allocsIn("link.markedFrame", func() { sink = append(sink, make([]byte, 64)) }); n != 0 {
+	if n, _ := allocsIn("link.markedFrame", func() { sink = append(sink, make([]byte, 64)) }); n != 0 {
 		t.Fatalf("allocsIn counted %d allocations outside the marked frame", n)
 	}
 }

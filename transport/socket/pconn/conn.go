@@ -35,9 +35,10 @@ const maxAddrCache = 1024
 // (ReadBatch, TryReadBatch, Wait) while another writes (WriteBatch); Wake,
 // Close, Stats, LocalAddr and MaxDatagramSize are safe from any goroutine.
 type Conn struct {
-	pc    net.PacketConn
-	laddr netip.AddrPort
-	limit int
+	pc     net.PacketConn
+	fastWr udpAddrPortWriter // pc, when it has the allocation-free send
+	laddr  netip.AddrPort
+	limit  int
 
 	// The ring: slot i is arena[i*stride:][:limit+1], its datagram's length
 	// in lens[i] and source in addrs[i]. Slot indices travel free → the
@@ -124,6 +125,9 @@ func New(pc net.PacketConn, cfg Config) (*Conn, error) {
 		timer:  time.NewTimer(time.Hour),
 	}
 	c.timer.Stop()
+	// Asserted once here: an interface assertion on every write would call
+	// into the runtime, which now and then allocates to grow its cache.
+	c.fastWr, _ = pc.(udpAddrPortWriter)
 	for i := range n {
 		c.free <- int32(i)
 	}
@@ -384,7 +388,7 @@ func (c *Conn) WriteBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
 		return 0, socket.Closed("write", c.laddr)
 	}
-	wr, fast := c.pc.(udpAddrPortWriter)
+	wr, fast := c.fastWr, c.fastWr != nil
 	var n int
 	var nbytes uint64
 	var err error
