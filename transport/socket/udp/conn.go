@@ -224,6 +224,7 @@ func (c *Conn) Features() Features { return c.impl.features() }
 func (c *Conn) Stats() Stats {
 	var s Stats
 	c.impl.stats(&s)
+	s.WaitSyscalls = c.w.syscallCount()
 	return s
 }
 

@@ -17,3 +17,10 @@ func Queued(c *Conn) (int, error) {
 	}
 	return n, ierr
 }
+
+// TimerArms returns how many times c's Waits armed the timer. Call it on
+// the goroutine that Waits.
+func TimerArms(c *Conn) uint64 { return c.w.arms }
+
+// RearmEarly is how far before a Wait's deadline a kept timer may fire.
+const RearmEarly = rearmEarly

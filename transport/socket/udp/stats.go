@@ -37,6 +37,11 @@ type Stats struct {
 	// issued, including those that found nothing to read or a full send
 	// buffer (EAGAIN) and those that failed.
 	RecvSyscalls, SendSyscalls uint64
+	// WaitSyscalls counts the system calls Wait issued (Linux: arming the
+	// timer, epoll_wait, draining the eventfd and timerfd; 0 elsewhere).
+	// A Wait for the deadline the timer is armed for already (a loop
+	// woken early, waiting for the same NextDeadline again) arms nothing.
+	WaitSyscalls uint64
 	// Truncated counts received datagrams longer than the caller's buffer;
 	// each was delivered cut to len(Buf).
 	Truncated uint64

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,11 @@ import (
 // blocking read — no thread blocks — and every way out of it (a datagram,
 // a Wake, the timeout) is readiness, never a deadline error: Wait
 // allocates nothing.
+//
+// The timer is re-armed only when the deadline changes: a loop woken by a
+// datagram before its deadline usually waits for the same deadline again
+// (Endpoint.NextDeadline did not move), and then the armed timer already
+// fires at the right time, so that Wait skips its timerfd_settime.
 type waiter struct {
 	mu     sync.RWMutex // shared by Wait and Wake, exclusive in close
 	closed bool
@@ -33,7 +39,25 @@ type waiter struct {
 	drain  [8]byte
 	spec   unix.ItimerSpec
 	readFn func(fd uintptr) bool
+	base   time.Time     // the origin of due
+	due    time.Duration // since base: when the armed timer fires
+	armed  bool          // the timer is armed for due and has not been read as fired
+	arms   uint64        // timerfd_settime calls, for tests
+
+	syscalls atomic.Uint64 // Stats.WaitSyscalls
 }
+
+// Re-arm tolerances: a Wait whose deadline (now + timeout) lies within
+// [due − rearmEarly, due + rearmLate] of the armed timer's keeps it. A
+// loop that computes the same deadline again passes a timeout a few
+// microseconds shorter, measured from a later now: the deadlines differ
+// by that jitter. The kept timer may fire up to rearmEarly before the
+// asked-for deadline (a wake-up that finds little to do) or rearmLate after
+// it (lateness far below any protocol timer's granularity).
+const (
+	rearmEarly = 10 * time.Microsecond
+	rearmLate  = 100 * time.Microsecond
+)
 
 func newWaiter(uc *net.UDPConn) (_ *waiter, err error) {
 	w := &waiter{efd: -1, tfd: -1}
@@ -85,6 +109,7 @@ func newWaiter(uc *net.UDPConn) (_ *waiter, err error) {
 	}
 	binary.NativeEndian.PutUint64(w.one[:], 1)
 	w.readFn = w.ready
+	w.base = time.Now()
 	return w, nil
 }
 
@@ -93,19 +118,25 @@ func newWaiter(uc *net.UDPConn) (_ *waiter, err error) {
 // readable) when none has. It resets the eventfd and timerfd it finds
 // fired.
 func (w *waiter) ready(fd uintptr) bool {
+	w.syscalls.Add(1)
 	n, err := unix.EpollWait(int(fd), w.events[:], 0)
 	for errors.Is(err, unix.EINTR) {
+		w.syscalls.Add(1)
 		n, err = unix.EpollWait(int(fd), w.events[:], 0)
 	}
 	if err != nil {
-		return true // cannot tell: stop waiting; a wake-up with nothing to read is allowed
+		w.armed = false // cannot tell whether it fired: arm it next time
+		return true     // cannot tell: stop waiting; a wake-up with nothing to read is allowed
 	}
 	for _, ev := range w.events[:n] {
 		switch int(ev.Fd) {
 		case w.efd:
+			w.syscalls.Add(1)
 			unix.Read(w.efd, w.drain[:])
 		case w.tfd:
+			w.syscalls.Add(1)
 			unix.Read(w.tfd, w.drain[:])
+			w.armed = false
 		}
 	}
 	return n > 0
@@ -117,19 +148,32 @@ func (w *waiter) wait(timeout time.Duration) error {
 	if w.closed {
 		return net.ErrClosed
 	}
-	// Arm the timer (a zero value would disarm it: wait at least 1 ns).
-	w.spec.Value = unix.NsecToTimespec(max(int64(timeout), 1))
-	if err := unix.TimerfdSettime(w.tfd, 0, &w.spec, nil); err != nil {
-		return os.NewSyscallError("timerfd_settime", err)
+	// Arm the timer (a zero value would disarm it: wait at least 1 ns),
+	// unless it is armed for this deadline already. No disarm afterwards:
+	// the next Wait's settime resets the timer and its expiry count, so a
+	// late expiry cannot end that Wait early; a Wait that keeps the timer
+	// wants that very expiry.
+	timeout = max(timeout, 1)
+	due := time.Since(w.base) + timeout
+	if !w.armed || due < w.due-rearmLate || due > w.due+rearmEarly {
+		w.spec.Value = unix.NsecToTimespec(int64(timeout))
+		w.syscalls.Add(1)
+		w.arms++
+		if err := unix.TimerfdSettime(w.tfd, 0, &w.spec, nil); err != nil {
+			w.armed = false
+			return os.NewSyscallError("timerfd_settime", err)
+		}
+		w.due, w.armed = due, true
 	}
-	// No disarm afterwards: the next Wait's settime resets the timer and
-	// its expiry count, so a late expiry cannot end that Wait early.
 	err := w.rc.Read(w.readFn)
 	if err != nil {
 		return net.ErrClosed // the epoll fd was closed under the Wait
 	}
 	return nil
 }
+
+// syscallCount is Stats.WaitSyscalls; safe from any goroutine.
+func (w *waiter) syscallCount() uint64 { return w.syscalls.Load() }
 
 func (w *waiter) wake() {
 	w.mu.RLock()
