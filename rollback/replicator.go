@@ -233,16 +233,42 @@ type Replicator struct {
 	peers  []replPeer
 	words  int // per-peer bitmap size, in 64-bit words
 	w      wire.ActionSliceWriter
+	codes  []frameCode // closed frames' records encoded once, by log slot
+	runs   []recordRun // pack's scratch: one frame's in-scope runs
+}
+
+// frameCode is one closed frame's records encoded once (docs/WIRE.md §8.3)
+// for every peer's pack: a peer's entry is these bytes less its own
+// records and those its filter rejects, copied in runs instead of encoded
+// record by record for each peer. Codes are indexed like the log's slots
+// (frame mod FrameCapacity), and a code describes its slot at the epoch it
+// was built: a slot reused for a newer frame, or reopened by a replay, has
+// another epoch (and no slot that held a frame has epoch 0), so the code
+// is built again.
+type frameCode struct {
+	epoch uint64
+	enc   []byte
+	ends  []uint32 // ends[i]: where record i's encoding ends in enc
+}
+
+// recordRun is a run of n consecutive in-scope records of a frame, whose
+// encodings are enc[from:to].
+type recordRun struct {
+	from, to uint32
+	n        int
 }
 
 // NewReplicator returns a replicator over log (the server's log) with an
 // optional scope filter (nil: every record is in scope for every peer, the
-// owner rule aside).
+// owner rule aside). Besides its per-peer state it keeps each packed
+// frame's records encoded (about the log's payload bytes plus 4–14 bytes a
+// record, for the frames the ring holds), so that a frame is encoded once
+// however many peers it goes to.
 func NewReplicator(log *ActionLog, filter ScopeFilter) (*Replicator, error) {
 	if log == nil {
 		return nil, fmt.Errorf("%w: NewReplicator needs a log", ErrInvalidConfig)
 	}
-	r := &Replicator{log: log, filter: filter, peers: make([]replPeer, int(MaxPeerID)+1)}
+	r := &Replicator{log: log, filter: filter, peers: make([]replPeer, int(MaxPeerID)+1), codes: make([]frameCode, log.FrameCapacity())}
 	bits := 64
 	for bits < log.FrameCapacity() {
 		bits *= 2
@@ -437,9 +463,13 @@ func (r *Replicator) Forfeit(p Sender) (frame uint32, ok bool, err error) {
 // Errors: ErrNotPeer, ErrUnknownPeer; ErrSmallBudget for a budget below
 // the largest slice header; ErrFrameTooLarge when the first owed frame
 // alone exceeds budget (retry with a larger budget — a fragmented record —
-// or Forfeit it). Cost: one visit per frame in range (at most the ring) and
-// one ScopeFilter call and record copy per record; no allocation when dst
-// has room.
+// or Forfeit it). Cost: one visit per frame in range (at most the ring),
+// one ScopeFilter call per record, and one copy per run of in-scope
+// records: the first pack of a closed frame, for any peer, encodes its
+// records once into the replicator's buffers (which grow to the largest
+// frame the ring held, then allocate no more), and every later pack of it
+// copies those bytes. No allocation when dst has room and the buffers
+// have grown.
 func (r *Replicator) PackForPeer(p Sender, through uint32, dst []byte, budget int) (Pack, []byte, error) {
 	ps, err := r.peer(p)
 	if err != nil {
@@ -528,47 +558,50 @@ func (r *Replicator) pack(p Sender, ps *replPeer, from uint64, through uint32, d
 		if err != nil { // cannot happen for first..through ⊆ [oldest, newest]
 			return Pack{}, dst, err
 		}
-		n := v.Len()
-		cnt := 0
-		fits := true
-		for i := 0; i < n; i++ {
-			rec := v.Record(i)
-			if rec.Sender == p {
+		code, err := r.encoded(v)
+		if err != nil {
+			return Pack{}, dst, err
+		}
+		runs, cnt, size := r.runs[:0], 0, 0
+		for i, sender := range v.s.sender {
+			if sender == p {
 				own++
 				continue
 			}
-			if filter != nil && !filter.Relevant(p, rec) {
+			if filter != nil && !filter.Relevant(p, v.Record(i)) {
 				filt++
 				continue
 			}
-			wr := wire.ActionRecord{Sender: uint8(rec.Sender), Type: uint16(rec.Type), Entity: uint64(rec.Entity), Payload: rec.Payload}
-			need := wire.ActionRecordLen(wr)
-			if cnt == 0 {
-				need += wire.UvarintLen(uint64(int64(f)-lastEntry-1)) + 1 // gap varint + count placeholder
+			var from uint32
+			if i > 0 {
+				from = code.ends[i-1]
+			}
+			to := code.ends[i]
+			// Every record encodes to 4 bytes or more, so a run that ends
+			// where this record starts ended with the record before it.
+			if k := len(runs) - 1; k >= 0 && runs[k].to == from {
+				runs[k].to, runs[k].n = to, runs[k].n+1
 			} else {
-				need += wire.UvarintLen(uint64(cnt+1)) - wire.UvarintLen(uint64(cnt)) // count growth
+				runs = append(runs, recordRun{from: from, to: to, n: 1})
 			}
+			cnt++
+			size += int(to - from)
+		}
+		r.runs = runs
+		if cnt > 0 {
+			// The entry: gap varint, record count, records (wire §8.2).
+			need := wire.UvarintLen(uint64(int64(f)-lastEntry-1)) + wire.UvarintLen(uint64(cnt)) + size
 			if w.Len()+need > budget {
-				fits = false
-				break
+				break // frame f does not fit whole
 			}
-			if cnt == 0 {
-				if err := w.BeginFrame(f); err != nil {
+			if err := w.BeginFrame(f); err != nil {
+				return Pack{}, dst, err
+			}
+			for _, run := range runs {
+				if err := w.AppendEncodedRecords(code.enc[run.from:run.to], run.n); err != nil {
 					return Pack{}, dst, err
 				}
 			}
-			if err := w.AppendRecord(wr); err != nil {
-				return Pack{}, dst, err
-			}
-			cnt++
-		}
-		if !fits {
-			if cnt > 0 { // drop this frame's partial entry (not the previous frame's, still open in the writer)
-				w.CancelFrame()
-			}
-			break
-		}
-		if cnt > 0 {
 			entries++
 			lastEntry = int64(f)
 		}
@@ -601,6 +634,28 @@ func (r *Replicator) pack(p Sender, ps *replPeer, from uint64, through uint32, d
 	ps.st.RecordsPacked += uint64(nrecs)
 	ps.st.BytesPacked += uint64(pk.Bytes)
 	return pk, out, nil
+}
+
+// encoded returns closed frame v's records encoded, building them on the
+// first pack of the frame since its slot was last written: a closed frame
+// gains no records, and discarding them advances the slot's epoch. A
+// payload over wire.MaxActionPayloadLen returns wire.ErrTooLarge.
+func (r *Replicator) encoded(v FrameView) (*frameCode, error) {
+	c := &r.codes[v.num%uint32(len(r.codes))]
+	if c.epoch == v.epoch && len(c.ends) == v.Len() {
+		return c, nil
+	}
+	c.epoch, c.enc, c.ends = 0, c.enc[:0], c.ends[:0]
+	for i := range v.Len() {
+		rec := v.Record(i)
+		if len(rec.Payload) > wire.MaxActionPayloadLen {
+			return nil, wire.ErrTooLarge
+		}
+		c.enc = wire.AppendActionRecord(c.enc, wire.ActionRecord{Sender: uint8(rec.Sender), Type: uint16(rec.Type), Entity: uint64(rec.Entity), Payload: rec.Payload})
+		c.ends = append(c.ends, uint32(len(c.enc)))
+	}
+	c.epoch = v.epoch
+	return c, nil
 }
 
 // Sent registers pk's record as in flight (PendingAckCount) once the caller

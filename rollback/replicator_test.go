@@ -489,3 +489,89 @@ func TestTagLayout(t *testing.T) {
 		t.Fatalf("wrapping span decoded to [%d, %d]", f, l)
 	}
 }
+
+// Each closed frame's records are encoded once and copied into every
+// peer's pack; the copies must follow the log as it changes under them.
+// Over a log whose ring wraps many times (slots reused for newer frames)
+// and whose past frames are rewound and replayed with other records, every
+// peer's pack — also one taken mid-replay — is byte for byte the slow
+// reference encoding of its range, whatever the filter and budget.
+func TestPackFollowsRewrittenFrames(t *testing.T) {
+	var compared, midReplay, rewinds int
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		capacity := []int{8, 16}[rng.IntN(2)]
+		w := newWorld(t, LogConfig{FrameCapacity: capacity}, 64)
+		filter := randomFilter(t, rng, 0)
+		r, err := NewReplicator(w.log, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers := []Sender{0, 1, 2, 3, 5}
+		for _, p := range peers {
+			if err := r.AddPeer(p, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		packAll := func(step int, when string) {
+			for _, p := range peers {
+				budget := sliceHeaderMax + rng.IntN(1500)
+				pk, out, err := r.PackForPeer(p, ^uint32(0), nil, budget)
+				if errors.Is(err, ErrFrameTooLarge) || pk.Frames == 0 {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("seed %d step %d %s: peer %d: %v (go test ./rollback -run TestPackFollowsRewrittenFrames)", seed, step, when, p, err)
+				}
+				if want := oracleSlice(t, w.log, p, filter, pk.First, pk.Through); !bytes.Equal(out, want) {
+					t.Fatalf("seed %d step %d %s: peer %d's pack of [%d, %d] differs from the reference encoding (go test ./rollback -run TestPackFollowsRewrittenFrames)", seed, step, when, p, pk.First, pk.Through)
+				}
+				compared++
+				if when == "mid-replay" {
+					midReplay++
+				}
+			}
+		}
+		f := uint32(1)
+		for step := range 120 {
+			fillFrame(t, w, f, func() {
+				for range rng.IntN(12) {
+					randomAction(w, rng)
+				}
+			})
+			f++
+			packAll(step, "after a new frame")
+			oldest, _ := w.log.Oldest()
+			newest, _ := w.log.Newest()
+			if newest == oldest || rng.IntN(6) != 0 {
+				continue
+			}
+			from := oldest + 1 + uint32(rng.IntN(int(newest-oldest)))
+			if _, err := w.x.Rewind(from); err != nil {
+				t.Fatalf("seed %d step %d: Rewind(%d): %v", seed, step, from, err)
+			}
+			rewinds++
+			for {
+				g, ok := w.log.Replaying()
+				if !ok {
+					break
+				}
+				if err := w.log.ReopenFrame(g); err != nil {
+					t.Fatal(err)
+				}
+				for range rng.IntN(12) {
+					randomAction(w, rng)
+				}
+				w.close(t)
+				if rng.IntN(3) == 0 {
+					packAll(step, "mid-replay")
+				}
+			}
+			packAll(step, "after a replay")
+		}
+	}
+	if compared < 5000 || midReplay < 100 || rewinds < 200 {
+		t.Fatalf("coverage: %d packs compared (%d mid-replay), %d rewinds", compared, midReplay, rewinds)
+	}
+	t.Logf("%d packs compared (%d mid-replay), %d rewinds", compared, midReplay, rewinds)
+}

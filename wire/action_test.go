@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 )
@@ -594,4 +595,62 @@ func TestActionSliceIterCorrupt(t *testing.T) {
 		}
 	}
 	mustErr(t, "ParseActionStreamFrame", ParseActionStreamFrame, []byte{0x01, 0x00}, ErrMalformed)
+}
+
+// AppendEncodedRecords writes what AppendRecord writes for the same
+// records (so a frame encoded once can go to several peers), counts them
+// (over 127 records the count grows a byte), and keeps the writer's
+// errors: no frame begun, the per-frame record limit.
+func TestActionSliceWriterEncodedRecords(t *testing.T) {
+	recs := make([]ActionRecord, 200)
+	var enc []byte
+	for i := range recs {
+		recs[i] = ActionRecord{Sender: uint8(i % 7), Type: uint16(i), Entity: uint64(i) << 20, Payload: bytes.Repeat([]byte{byte(i)}, i%9)}
+		enc = AppendActionRecord(enc, recs[i])
+	}
+	for _, split := range []int{0, 1, 127, 128, 200} {
+		a, b := NewActionSliceWriter([]byte("x"), 7), NewActionSliceWriter([]byte("x"), 7)
+		for _, w := range []*ActionSliceWriter{&a, &b} {
+			if err := w.BeginFrame(9); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range recs {
+			if err := a.AppendRecord(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cut := len(appendRecords(recs[:split]))
+		if err := b.AppendEncodedRecords(enc[:cut], split); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.AppendEncodedRecords(enc[cut:], len(recs)-split); err != nil {
+			t.Fatal(err)
+		}
+		if a.Len() != b.Len() {
+			t.Fatalf("split %d: Len %d, want %d", split, b.Len(), a.Len())
+		}
+		wa, _ := a.Finish(12)
+		wb, err := b.Finish(12)
+		if err != nil || !bytes.Equal(wa, wb) {
+			t.Fatalf("split %d: %v\n%x\nwant\n%x", split, err, wb, wa)
+		}
+	}
+	w := NewActionSliceWriter(nil, 0)
+	if w.AppendEncodedRecords(enc, len(recs)) != ErrMalformed {
+		t.Fatal("records before a frame")
+	}
+	_ = w.BeginFrame(0)
+	if w.AppendEncodedRecords(nil, MaxFrameRecords+1) != ErrTooLarge || w.AppendEncodedRecords(nil, -1) != ErrTooLarge {
+		t.Fatal("record limit")
+	}
+}
+
+// appendRecords encodes rs back to back.
+func appendRecords(rs []ActionRecord) []byte {
+	var b []byte
+	for _, r := range rs {
+		b = AppendActionRecord(b, r)
+	}
+	return b
 }

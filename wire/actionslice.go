@@ -231,6 +231,25 @@ func (w *ActionSliceWriter) AppendRecord(r ActionRecord) error {
 	return nil
 }
 
+// AppendEncodedRecords appends n records that enc already holds, each
+// encoded by AppendActionRecord, to the current frame entry: the copy a
+// sender makes when it encodes a frame's records once and sends them to
+// several peers. enc is copied, not parsed; the caller vouches that it is
+// exactly n well-formed records, each payload ≤ MaxActionPayloadLen.
+// Without a frame begun it returns ErrMalformed, and ErrTooLarge (writing
+// nothing) when the entry would exceed MaxFrameRecords.
+func (w *ActionSliceWriter) AppendEncodedRecords(enc []byte, n int) error {
+	switch {
+	case !w.ready || !w.open:
+		return ErrMalformed
+	case n < 0 || w.records+n > MaxFrameRecords:
+		return ErrTooLarge
+	}
+	w.buf = append(w.buf, enc...)
+	w.records += n
+	return nil
+}
+
 // CancelFrame drops the current frame entry and every record appended to
 // it since BeginFrame, as if the frame had not been begun. Without a frame
 // begun it does nothing. The current frame stays open until the next
