@@ -218,9 +218,10 @@ func (t *Token) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	rest := b[77+n:]
-	h, err := parseHeader(rest)
-	if err != nil {
-		return err
+	var e OpenError
+	h := parseHeader(rest, &e)
+	if e.Reason != nil {
+		return &e
 	}
 	if len(rest) > h.length {
 		return fmt.Errorf("%w: %d bytes after the sealed part", ErrMalformed, len(rest)-h.length)
@@ -248,24 +249,28 @@ type header struct {
 
 // parseHeader reads a sealed token's header and checks its length field
 // against the limits and against len(b) (ErrShort when b holds fewer
-// bytes than the header says).
-func parseHeader(b []byte) (header, error) {
+// bytes than the header says). A refusal sets e.Reason.
+func parseHeader(b []byte, e *OpenError) header {
 	var h header
-	if len(b) < 3 {
-		return h, fmt.Errorf("%w: sealed token of %d bytes, want at least %d", ErrShort, len(b), MinSealedLen)
-	}
-	if b[0] != Version {
-		return h, fmt.Errorf("%w: sealed token version %d, want %d", ErrVersion, b[0], Version)
+	switch {
+	case len(b) < 3:
+		*e = OpenError{Reason: ErrShort, what: whatTooShort, a: uint64(len(b))}
+		return h
+	case b[0] != Version:
+		*e = OpenError{Reason: ErrVersion, what: whatVersion, a: uint64(b[0])}
+		return h
 	}
 	h.length = int(binary.LittleEndian.Uint16(b[1:]))
-	if h.length < MinSealedLen || h.length > MaxSealedLen {
-		return h, fmt.Errorf("%w: sealed token length field %d, want %d to %d", ErrMalformed, h.length, MinSealedLen, MaxSealedLen)
-	}
-	if len(b) < h.length {
-		return h, fmt.Errorf("%w: %d bytes of a %d-byte sealed token", ErrShort, len(b), h.length)
+	switch {
+	case h.length < MinSealedLen || h.length > MaxSealedLen:
+		*e = OpenError{Reason: ErrMalformed, what: whatLength, a: uint64(h.length)}
+		return h
+	case len(b) < h.length:
+		*e = OpenError{Reason: ErrShort, what: whatTruncated, a: uint64(len(b)), b: uint64(h.length)}
+		return h
 	}
 	copy(h.keyID[:], b[3:7])
 	h.protocolID = binary.LittleEndian.Uint64(b[7:])
 	h.expires = binary.LittleEndian.Uint64(b[15:])
-	return h, nil
+	return h
 }

@@ -91,8 +91,10 @@ func TestEveryBitFlipFails(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%d-byte token: flipping bit %d (byte %d) still opens", len(b), bit, bit/8)
 			}
-			if priv != (Private{}) {
-				t.Fatalf("a refused Open left data in the Private")
+			q := priv
+			q.err = OpenError{}
+			if priv.err.Reason == nil || q != (Private{}) {
+				t.Fatalf("a refused Open left data in the Private, or no reason")
 			}
 			reasons[sentinelName(err)]++
 		}
@@ -365,7 +367,7 @@ func TestKeyText(t *testing.T) {
 	}
 }
 
-// TestNoAllocs: a successful Open, CheckServer and a ReplayGuard Admit
+// TestNoAllocs: Open accepting or refusing, CheckServer and a ReplayGuard Admit
 // in steady state allocate nothing.
 func TestNoAllocs(t *testing.T) {
 	key := testKey()
@@ -383,6 +385,19 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("Open + CheckServer: %v allocations, want 0", n)
+	}
+	forged := slices.Clone(tok.Sealed)
+	forged[60] ^= 1
+	wrong := mustVerifier(t, 9, key)
+	if n := testing.AllocsPerRun(200, func() {
+		if err := v.Open(forged, t0, priv); !errors.Is(err, ErrTampered) {
+			t.Fatal(err)
+		}
+		if err := wrong.Open(tok.Sealed, t0, priv); !errors.Is(err, ErrProtocol) {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Open refusing: %v allocations, want 0", n)
 	}
 	g, _ := NewReplayGuard(64)
 	// Fill and churn the guard: tokens expire one a second.

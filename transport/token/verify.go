@@ -3,7 +3,6 @@ package token
 import (
 	"crypto/cipher"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"time"
@@ -76,6 +75,7 @@ type Private struct {
 	nUser    int
 	userData [MaxUserData]byte
 	plain    [maxPrivateLen]byte // decryption scratch, wiped after use
+	err      OpenError           // Open's last refusal
 }
 
 // Servers returns the token's server addresses: a window into p, valid
@@ -126,30 +126,39 @@ func (p *Private) Wipe() { *p = Private{} }
 // ago"), then one XChaCha20-Poly1305 open (ErrTampered) — no token costs
 // more than one AEAD open, and the tag is checked in constant time by the
 // AEAD. A private part that decrypts but does not parse is ErrMalformed
-// (only an issuer holding the key can make one). On any error out is
-// zeroed. sealed is read, never written or retained.
+// (only an issuer holding the key can make one). A refusal returns an
+// *OpenError that lives in out (valid until out is reused) and leaves the
+// rest of out zeroed. sealed is read, never written or retained.
 //
-// It allocates nothing (TestOpenNoAllocs) except the error on a refusal.
-// It does not check the server's address (Private.CheckServer) or replay
+// It allocates nothing, accepting or refusing (TestNoAllocs). It does not
+// check the server's address (Private.CheckServer) or replay
 // (ReplayGuard): the caller does both.
 func (v *Verifier) Open(sealed []byte, now time.Time, out *Private) error {
-	err := v.open(sealed, now, out)
-	if err != nil {
+	if !v.open(sealed, now, out) {
+		e := out.err
 		out.Wipe()
+		out.err = e
+		return &out.err
 	}
-	return err
+	out.err = OpenError{}
+	return nil
 }
 
-func (v *Verifier) open(sealed []byte, now time.Time, out *Private) error {
-	h, err := parseHeader(sealed)
-	if err != nil {
-		return err
+// open is Open; on a refusal it sets out.err and returns false.
+func (v *Verifier) open(sealed []byte, now time.Time, out *Private) bool {
+	e := &out.err
+	*e = OpenError{}
+	h := parseHeader(sealed, e)
+	if e.Reason != nil {
+		return false
 	}
 	if len(sealed) > h.length {
-		return fmt.Errorf("%w: %d bytes after the %d-byte sealed token", ErrMalformed, len(sealed)-h.length, h.length)
+		*e = OpenError{Reason: ErrMalformed, what: whatTrailing, a: uint64(len(sealed) - h.length), b: uint64(h.length)}
+		return false
 	}
 	if h.protocolID != v.protocolID {
-		return fmt.Errorf("%w: token for protocol %#x, this server speaks %#x", ErrProtocol, h.protocolID, v.protocolID)
+		*e = OpenError{Reason: ErrProtocol, what: whatProtocol, a: h.protocolID, b: v.protocolID}
+		return false
 	}
 	var aead cipher.AEAD
 	for i := range v.n {
@@ -159,10 +168,12 @@ func (v *Verifier) open(sealed []byte, now time.Time, out *Private) error {
 		}
 	}
 	if aead == nil {
-		return fmt.Errorf("%w: key id %s, this server holds %d other keys", ErrWrongKey, hex.EncodeToString(h.keyID[:]), v.n)
+		*e = OpenError{Reason: ErrWrongKey, what: whatKeyID, keyID: h.keyID, a: uint64(v.n)}
+		return false
 	}
 	if t := now.Unix(); h.expires > 1<<62 || t >= int64(h.expires) {
-		return fmt.Errorf("%w: token expired %d s ago", ErrExpired, t-int64(h.expires))
+		*e = OpenError{Reason: ErrExpired, what: whatExpired, a: uint64(t - int64(h.expires))}
+		return false
 	}
 	// ad and nonce are windows into sealed, the caller's buffer, and dst
 	// is out's scratch: nothing escapes through the AEAD interface that
@@ -172,17 +183,19 @@ func (v *Verifier) open(sealed []byte, now time.Time, out *Private) error {
 	ct := sealed[SealedHeaderLen:]
 	plain, err := aead.Open(out.plain[:0], nonce, ct, ad)
 	if err != nil {
-		return fmt.Errorf("%w: the %d-byte token's tag does not verify", ErrTampered, len(sealed))
+		*e = OpenError{Reason: ErrTampered, what: whatTag, a: uint64(len(sealed))}
+		return false
 	}
 	err = parsePrivate(plain, out)
 	clear(out.plain[:])
 	if err != nil {
-		return err
+		*e = OpenError{Reason: ErrMalformed, what: whatPrivate, detail: err}
+		return false
 	}
 	out.ProtocolID = h.protocolID
 	out.Expires = time.Unix(int64(h.expires), 0)
 	copy(out.tag[:], sealed[len(sealed)-TagLen:])
-	return nil
+	return true
 }
 
 // parsePrivate decodes a private part's plaintext (docs/WIRE.md §14.3)
