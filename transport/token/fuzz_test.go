@@ -3,15 +3,27 @@ package token
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"testing"
 )
 
-// fuzzSeeds are valid tokens for the fuzz targets' corpora (more are in
-// testdata/fuzz).
+// fuzzSeeds are the valid tokens of the fuzz targets' corpora: small,
+// full (256 B of user data, 2 addresses), the worked example of WIRE.md
+// §14.5 and one with 32 IPv4 addresses. testdata/fuzz holds their
+// encodings, truncated and bit-flipped.
 func fuzzSeeds(t testing.TB) []Token {
 	full := baseParams()
 	full.UserData = bytes.Repeat([]byte{0x5a}, MaxUserData)
-	return []Token{mustIssue(t, testKey(), baseParams(), 1), mustIssue(t, testKey(), full, 2)}
+	v4 := baseParams()
+	v4.UserData, v4.Servers = nil, nil
+	for i := range MaxAddresses {
+		v4.Servers = append(v4.Servers, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), 7000))
+	}
+	ex, err := Issue(testKey(), wireExampleParams(), wireExampleRand())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []Token{mustIssue(t, testKey(), baseParams(), 1), mustIssue(t, testKey(), full, 2), ex, mustIssue(t, testKey(), v4, 9)}
 }
 
 // FuzzUnmarshalToken: the public-part decoder never panics, refuses
