@@ -3,6 +3,7 @@ package token
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,12 +108,13 @@ func TestGuardHeapOrder(t *testing.T) {
 		h.push(expiryItem{expires: e})
 		want = append(want, e)
 	}
-	prev := int64(-1)
-	for len(h) > 0 {
-		e := h.pop().expires
-		if e < prev {
-			t.Fatalf("popped %d after %d", e, prev)
+	slices.Sort(want)
+	for i, w := range want {
+		if e := h.pop().expires; e != w {
+			t.Fatalf("pop %d gave %d, want %d", i, e, w)
 		}
-		prev = e
+	}
+	if len(h) != 0 {
+		t.Fatalf("%d items left", len(h))
 	}
 }
