@@ -20,7 +20,10 @@ const DefaultGuardCapacity = 16384
 // holds an unexpired token, Admit refuses new tokens (ErrGuardFull)
 // rather than forget one, which would let that token be replayed from
 // elsewhere. Size it for the tokens a server admits within a token's
-// lifetime.
+// lifetime. Call Admit once the client has proved it holds the token's
+// session keys, not on the bare token: an on-path attacker who copied
+// the sealed bytes could otherwise bind the token to its own address
+// before the real client's handshake arrives.
 //
 // An entry costs about 100 bytes, all allocated by NewReplayGuard: Admit
 // allocates nothing in steady state. It is not safe for concurrent use;

@@ -130,7 +130,8 @@ func (p *Private) Wipe() { *p = Private{} }
 // *OpenError that lives in out (valid until out is reused) and leaves the
 // rest of out zeroed. sealed is read, never written or retained.
 //
-// It allocates nothing, accepting or refusing (TestNoAllocs). It does not
+// It allocates nothing, accepting or refusing (TestNoAllocs), except for
+// the error of a private part that does not parse. It does not
 // check the server's address (Private.CheckServer) or replay
 // (ReplayGuard): the caller does both.
 func (v *Verifier) Open(sealed []byte, now time.Time, out *Private) error {
