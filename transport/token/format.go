@@ -32,6 +32,10 @@ const (
 	// the format holds, about 49.7 days.
 	MaxTimeout = (1<<32 - 1) * 1e6 // nanoseconds
 
+	// MaxExpires is the latest expiry a token holds, in unix seconds: the
+	// end of the year 9999. A header naming a later one is ErrMalformed.
+	MaxExpires = 253402300799
+
 	// SealedHeaderLen is the sealed token's cleartext header: version,
 	// length, key id, protocol id, expiry, nonce.
 	SealedHeaderLen = 1 + 2 + KeyIDLen + 8 + 8 + NonceLen // 47

@@ -64,7 +64,7 @@ func randomParams(r *rand.Rand) Params {
 	p := Params{
 		ProtocolID: r.Uint64(),
 		ClientID:   r.Uint64(),
-		Created:    time.Unix(r.Int64N(1<<40), 0),
+		Created:    time.Unix(r.Int64N(MaxExpires-1<<30), 0),
 		Timeout:    time.Duration(r.Int64N(MaxTimeout/1e6+1)) * time.Millisecond,
 	}
 	p.Expires = p.Created.Add(time.Duration(1+r.Int64N(1<<30)) * time.Second)

@@ -93,6 +93,8 @@ func Issue(key Key, p Params, rnd io.Reader) (Token, error) {
 		return t, fmt.Errorf("%w: the zero Key is not a fleet key (GenerateKey)", ErrInvalidParams)
 	case created < 0:
 		return t, fmt.Errorf("%w: Created %d s before 1970", ErrInvalidParams, -created)
+	case expires > MaxExpires:
+		return t, fmt.Errorf("%w: Expires %d (unix s) after the year 9999 (%d)", ErrInvalidParams, expires, int64(MaxExpires))
 	case expires <= created:
 		return t, fmt.Errorf("%w: Expires is %d s after Created, want more than 0", ErrInvalidParams, expires-created)
 	case p.Timeout < 0 || p.Timeout > MaxTimeout:
@@ -226,7 +228,7 @@ func (t *Token) UnmarshalBinary(b []byte) error {
 	if len(rest) > h.length {
 		return fmt.Errorf("%w: %d bytes after the sealed part", ErrMalformed, len(rest)-h.length)
 	}
-	if created > 1<<62 || h.expires > 1<<62 || created >= h.expires {
+	if h.expires > MaxExpires || created >= h.expires {
 		return fmt.Errorf("%w: created %d, expires %d (unix s): want created before expires", ErrMalformed, created, h.expires)
 	}
 	tt.ProtocolID = h.protocolID

@@ -35,6 +35,7 @@ const (
 	whatTrailing       // a: extra bytes, b: length
 	whatProtocol       // a: token's, b: ours
 	whatKeyID          // keyID, a: keys held
+	whatExpiry         // a: expiry beyond MaxExpires
 	whatExpired        // a: seconds ago
 	whatTag            // a: len
 	whatPrivate        // detail
@@ -60,6 +61,8 @@ func (e *OpenError) Error() string {
 		return s + "token for protocol 0x" + strconv.FormatUint(e.a, 16) + ", this server speaks 0x" + strconv.FormatUint(e.b, 16)
 	case whatKeyID:
 		return s + "key id " + hex.EncodeToString(e.keyID[:]) + ", this server holds " + u(e.a) + " other keys"
+	case whatExpiry:
+		return s + "expiry " + u(e.a) + " (unix s) after the year 9999"
 	case whatExpired:
 		return s + "token expired " + u(e.a) + " s ago"
 	case whatTag:

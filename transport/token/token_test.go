@@ -153,6 +153,7 @@ func TestOpenRefusals(t *testing.T) {
 		{"length field too small", mod(func(b []byte) []byte { b[1], b[2] = 10, 0; return b }), t0, v, ErrMalformed, "length field 10"},
 		{"wrong protocol", tok.Sealed, t0, mustVerifier(t, 7, key), ErrProtocol, "this server speaks 0x7"},
 		{"wrong key", tok.Sealed, t0, mustVerifier(t, p.ProtocolID, other), ErrWrongKey, "key id"},
+		{"expiry beyond 9999", mod(func(b []byte) []byte { b[22] = 0x7f; return b }), t0, v, ErrMalformed, "after the year 9999"},
 		{"expired at its second", tok.Sealed, p.Expires, v, ErrExpired, "expired 0 s ago"},
 		{"expired 12 s ago", tok.Sealed, p.Expires.Add(12 * time.Second), v, ErrExpired, "expired 12 s ago"},
 		{"tampered ciphertext", mod(func(b []byte) []byte { b[60] ^= 1; return b }), t0, v, ErrTampered, "does not verify"},
@@ -258,6 +259,7 @@ func TestIssueParams(t *testing.T) {
 		{"user data 257", func(p *Params) { p.UserData = make([]byte, 257) }, "257 bytes of user data, want at most 256"},
 		{"expires at created", func(p *Params) { p.Expires = p.Created }, "0 s after Created"},
 		{"created before 1970", func(p *Params) { p.Created = time.Unix(-5, 0) }, "5 s before 1970"},
+		{"expires after 9999", func(p *Params) { p.Expires = time.Unix(MaxExpires+1, 0) }, "after the year 9999"},
 		{"negative timeout", func(p *Params) { p.Timeout = -1 }, "Timeout -1ns"},
 		{"timeout too long", func(p *Params) { p.Timeout = MaxTimeout + time.Millisecond }, "Timeout"},
 	}

@@ -172,7 +172,11 @@ func (v *Verifier) open(sealed []byte, now time.Time, out *Private) bool {
 		*e = OpenError{Reason: ErrWrongKey, what: whatKeyID, keyID: h.keyID, a: uint64(v.n)}
 		return false
 	}
-	if t := now.Unix(); h.expires > 1<<62 || t >= int64(h.expires) {
+	if h.expires > MaxExpires {
+		*e = OpenError{Reason: ErrMalformed, what: whatExpiry, a: h.expires}
+		return false
+	}
+	if t := now.Unix(); t >= int64(h.expires) {
 		*e = OpenError{Reason: ErrExpired, what: whatExpired, a: uint64(t - int64(h.expires))}
 		return false
 	}
