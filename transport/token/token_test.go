@@ -422,3 +422,67 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("ReplayGuard.Admit: %v allocations, want 0", n)
 	}
 }
+
+// TestRefusalWipes: a refusal after an accepted token leaves no trace of
+// it in the Private, and a never-opened Private is neither admitted by a
+// guard nor names a server.
+func TestRefusalWipes(t *testing.T) {
+	key := testKey()
+	p := baseParams()
+	tok := mustIssue(t, key, p, 1)
+	v := mustVerifier(t, p.ProtocolID, key)
+	var priv Private
+	if err := v.Open(tok.Sealed, t0, &priv); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Open(tok.Sealed[:10], t0, &priv); !errors.Is(err, ErrShort) {
+		t.Fatal(err)
+	}
+	q := priv
+	q.err = OpenError{}
+	if q != (Private{}) {
+		t.Fatal("a refusal after an accepted token left its data")
+	}
+	var zero Private
+	g, _ := NewReplayGuard(1)
+	if err := g.Admit(&zero, netip.MustParseAddrPort("192.0.2.1:1"), t0); !errors.Is(err, ErrExpired) || g.Len() != 0 {
+		t.Fatalf("a never-opened Private: %v, %d entries", err, g.Len())
+	}
+	if err := zero.CheckServer(netip.MustParseAddrPort("192.0.2.1:7000")); !errors.Is(err, ErrNotForServer) {
+		t.Fatalf("a never-opened Private names a server: %v", err)
+	}
+}
+
+// TestVerifierConcurrent: one Verifier opens tokens from several
+// goroutines at once (run with -race).
+func TestVerifierConcurrent(t *testing.T) {
+	key := testKey()
+	p := baseParams()
+	v := mustVerifier(t, p.ProtocolID, key)
+	toks := make([]Token, 4)
+	for i := range toks {
+		toks[i] = mustIssue(t, key, p, uint64(i))
+	}
+	done := make(chan error, len(toks))
+	for i := range toks {
+		go func() {
+			var priv Private
+			for range 200 {
+				if err := v.Open(toks[i].Sealed, t0, &priv); err != nil {
+					done <- err
+					return
+				}
+				if priv.KeyMaterial() != toks[i].KeyMaterial() {
+					done <- errors.New("keys of another token")
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range toks {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
