@@ -196,7 +196,7 @@ func (t *Token) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary decodes a public part that AppendBinary wrote, into t.
-// It checks the format — versions, counts, addresses, the sealed header's
+// It checks the format — versions, counts, addresses (none repeated), the sealed header's
 // length, Created before Expires, no trailing bytes — but cannot check the
 // sealed part's tag, which only a fleet key opens. t's slices are new
 // copies: b is not retained. Errors wrap ErrShort, ErrVersion or
@@ -218,6 +218,13 @@ func (t *Token) UnmarshalBinary(b []byte) error {
 	count, n, err := parseAddrs(b[77:], &addrs)
 	if err != nil {
 		return err
+	}
+	for i := 1; i < count; i++ {
+		for j := range i {
+			if addrs[i] == addrs[j] {
+				return fmt.Errorf("%w: server address %d repeats address %d", ErrMalformed, i+1, j+1)
+			}
+		}
 	}
 	rest := b[77+n:]
 	var e OpenError
