@@ -14,6 +14,10 @@
 //	tickwire relay --listen ADDR --to ADDR [flags]
 //	                          the link conditioner between processes: loss, delay, jitter, dup
 //	tickwire soak [flags]     run scenario S-I1, the long soak, in virtual time
+//	tickwire keygen [--x25519]
+//	                          print a new fleet key, or an X25519 key pair
+//	tickwire token --key FILE --client-id N --server ADDR[,ADDR] [flags]
+//	                          issue a connect token (its public part) for development
 //	tickwire version          print the CLI and library versions and the VCS revision
 //	                          (also tickwire --version)
 //	tickwire help             list the subcommands
@@ -76,6 +80,8 @@ func commands() []command {
 		{"client", "run one echo row against a server in another process; exit 1 if it fails", runClient},
 		{"relay", "the bench's link conditioner between processes or machines", runRelay},
 		{"soak", "scenario S-I1: reliable messages of 1 B to 16 KiB both ways over a bad simulated link, at the defaults, then tuned", runSoak},
+		{"keygen", "print a new fleet key (fleet-key:<hex>), or with --x25519 an X25519 key pair (x25519-private:<hex>, x25519-public:<hex>)", runKeygen},
+		{"token", "issue a connect token for development: its public part as one base64url line (--hex: hex)", runToken},
 		{"version", "print the CLI and library versions and the VCS revision they were built from", runVersion},
 		{"help", "list the subcommands", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			usage(stdout)

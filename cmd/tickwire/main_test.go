@@ -436,7 +436,7 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("%q: exit %d", args, code)
 		}
 		out := stdout.String()
-		for _, cmd := range []string{"bench", "soak", "server", "client", "relay"} {
+		for _, cmd := range []string{"bench", "soak", "server", "client", "relay", "keygen", "token"} {
 			if !strings.Contains(out, "  "+cmd+" ") {
 				t.Errorf("%q: help lacks %s:\n%s", args, cmd, out)
 			}
