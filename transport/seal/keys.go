@@ -31,6 +31,13 @@ const (
 // randomness, never from long-term keys alone.
 type Secret [SecretLen]byte
 
+// String redacts the secret, so that a Secret printed with %v or %s (a
+// log line, an error) shows no key material.
+func (Secret) String() string { return "seal.Secret(redacted)" }
+
+// GoString redacts the secret for %#v as String does for %v.
+func (Secret) GoString() string { return "seal.Secret(redacted)" }
+
 // DeriveSecret makes a session's Secret. ikm is the key material the
 // handshake agreed on (the session keys of a connect token, or an X25519
 // shared secret); serverRandom is at least MinServerRandom bytes that the

@@ -250,14 +250,20 @@ func (s *Session) Open(datagram []byte) ([]byte, error) {
 	// Key generations cover increasing ranges of packet numbers, so the
 	// phase bit and the number together name the key: the previous
 	// generation's numbers are all below the current one's lowest, the
-	// next one's all above the highest authenticated. A flipped phase bit
-	// between the two fits no generation and costs no AEAD open.
+	// next one's all above the highest authenticated — and at least
+	// WindowSize above the current one's lowest, since a peer updates no
+	// sooner than MinKeyUpdateInterval (> WindowSize) after the update
+	// before: a peer that updated on every datagram would otherwise make
+	// this end derive a key on each. A phase bit that fits no generation
+	// costs no AEAD open. (The one legitimate update refused is one whose
+	// first MinKeyUpdateInterval − WindowSize datagrams of the generation
+	// before were all lost.)
 	ki := s.cur
 	if uint64(kind&1) != s.keys[s.cur].gen&1 {
 		switch {
 		case pn < s.curLow && s.prev >= 0:
 			ki = s.prev
-		case !s.win.any || pn > s.win.highest:
+		case !s.win.any || pn > s.win.highest && pn >= s.curLow+WindowSize:
 			ki = s.next
 		default:
 			s.stats.WrongPhase++

@@ -123,20 +123,28 @@ func TestTamperEveryByte(t *testing.T) {
 				tries++
 			}
 			st := s.Stats()
+			if st.AuthFailed != s.forgeries {
+				t.Fatalf("%v n=%d: %d failed authentication, %d counted toward the integrity limit", suite, n, st.AuthFailed, s.forgeries)
+			}
 			if st.Refused() != uint64(tries) || st.Opened != 3 {
 				t.Fatalf("%v n=%d: stats %+v after %d tampered copies", suite, n, st, tries)
 			}
 			// Prefixes below Overhead are short; bits 1–7 of the kind byte
 			// make it malformed; flipping bit 0 or 1 of packet number 3
-			// names 2 or 1, both opened already; everything else fails
-			// the tag.
+			// names 2 or 1, both opened already; everything else but the
+			// phase bit fails the tag.
 			if want := uint64(bits - 1); st.Short != Overhead || st.Malformed != want {
 				t.Fatalf("%v n=%d: %d short (want %d), %d malformed (want %d)", suite, n, st.Short, Overhead, st.Malformed, want)
 			}
 			if want := uint64(min(bits, 2)); st.Replayed != want {
 				t.Fatalf("%v n=%d: %d replayed, want %d", suite, n, st.Replayed, want)
 			}
-			if want := uint64(tries) - st.Short - st.Malformed - st.Replayed; st.AuthFailed != want {
+			// Bit 0 of the kind flips the key phase of a number too close
+			// to the current generation's lowest for an update: no key.
+			if st.WrongPhase != 1 {
+				t.Fatalf("%v n=%d: %d refused for their phase, want 1", suite, n, st.WrongPhase)
+			}
+			if want := uint64(tries) - st.Short - st.Malformed - st.Replayed - st.WrongPhase; st.AuthFailed != want {
 				t.Fatalf("%v n=%d: %d failed authentication, want %d (stats %+v)", suite, n, st.AuthFailed, want, st)
 			}
 			got, err := s.Open(d)
