@@ -95,7 +95,7 @@ func BenchmarkGuardAdmit(b *testing.B) {
 	if err := v.Open(tok.Sealed, t0, priv); err != nil {
 		b.Fatal(err)
 	}
-	g, _ := NewReplayGuard(0)
+	g, _ := NewReplayGuard(GuardConfig{})
 	from := netip.MustParseAddrPort("198.51.100.7:5000")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -45,6 +45,10 @@ var (
 	// used from another client address.
 	ErrBoundElsewhere = errors.New("token: already used from another address")
 
+	// ErrLifetime: ReplayGuard.Admit saw a token that expires further
+	// ahead than the guard's MaxLifetime.
+	ErrLifetime = errors.New("token: expires too far ahead")
+
 	// ErrGuardFull: ReplayGuard.Admit found every slot held by an
 	// unexpired token. The guard refuses rather than forget a token,
 	// which would let it be replayed.

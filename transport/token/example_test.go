@@ -44,7 +44,7 @@ func Example() {
 
 	// Server: once, then per handshake.
 	v, _ := token.NewVerifier(protocolID, fleetKey)
-	guard, _ := token.NewReplayGuard(0)
+	guard, _ := token.NewReplayGuard(token.GuardConfig{})
 	var priv token.Private
 	if err := v.Open(got.Sealed, now.Add(time.Second), &priv); err != nil {
 		panic(err)

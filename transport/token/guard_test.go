@@ -14,6 +14,7 @@ func openedAt(t *testing.T, v *Verifier, exp time.Time, seed uint64) *Private {
 	t.Helper()
 	p := baseParams()
 	p.Expires = exp
+	p.ClientID = seed // a client id of its own: the guard holds one token per client
 	priv := new(Private)
 	if err := v.Open(mustIssue(t, testKey(), p, seed).Sealed, t0, priv); err != nil {
 		t.Fatal(err)
@@ -25,7 +26,7 @@ func openedAt(t *testing.T, v *Verifier, exp time.Time, seed uint64) *Private {
 // the same address may come back, another may not.
 func TestGuardBinding(t *testing.T) {
 	v := mustVerifier(t, baseParams().ProtocolID, testKey())
-	g, err := NewReplayGuard(0)
+	g, err := NewReplayGuard(GuardConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestGuardBinding(t *testing.T) {
 // an unexpired one, and frees slots as tokens expire.
 func TestGuardCapacity(t *testing.T) {
 	v := mustVerifier(t, baseParams().ProtocolID, testKey())
-	g, _ := NewReplayGuard(3)
+	g, _ := NewReplayGuard(GuardConfig{Capacity: 3})
 	from := netip.MustParseAddrPort("198.51.100.7:5000")
 	var toks []*Private
 	for i := range 5 {
@@ -89,7 +90,7 @@ func TestGuardCapacity(t *testing.T) {
 	if g.Len() != 2 {
 		t.Fatalf("after Expire at 21 s: %d entries, want 2", g.Len())
 	}
-	if _, err := NewReplayGuard(-1); !errors.Is(err, ErrInvalidParams) {
+	if _, err := NewReplayGuard(GuardConfig{Capacity: -1}); !errors.Is(err, ErrInvalidParams) {
 		t.Fatalf("negative capacity: %v", err)
 	}
 }
@@ -116,5 +117,55 @@ func TestGuardHeapOrder(t *testing.T) {
 	}
 	if len(h) != 0 {
 		t.Fatalf("%d items left", len(h))
+	}
+}
+
+// One client id holds one slot: however many tokens an account obtains,
+// each new one replaces its previous one (which may then be presented
+// again, from any address, only as a new token would); the heap of
+// expiries stays within twice the capacity; a token valid further ahead
+// than MaxLifetime is refused.
+func TestGuardOneSlotPerClient(t *testing.T) {
+	v := mustVerifier(t, baseParams().ProtocolID, testKey())
+	g, _ := NewReplayGuard(GuardConfig{Capacity: 4, MaxLifetime: 10 * time.Minute})
+	from := netip.MustParseAddrPort("198.51.100.7:5000")
+	issue := func(client, seed uint64, exp time.Duration) *Private {
+		p := baseParams()
+		p.ClientID, p.Expires = client, t0.Add(exp)
+		priv := new(Private)
+		if err := v.Open(mustIssue(t, testKey(), p, seed).Sealed, t0, priv); err != nil {
+			t.Fatal(err)
+		}
+		return priv
+	}
+	for i := range 100 { // one account, 100 tokens
+		if err := g.Admit(issue(7, uint64(i), time.Minute), from, t0); err != nil {
+			t.Fatalf("token %d of one client: %v", i, err)
+		}
+		if g.Len() != 1 || len(g.byTime) > 2*4 {
+			t.Fatalf("token %d of one client: %d entries, %d heap items", i, g.Len(), len(g.byTime))
+		}
+	}
+	for c := range uint64(3) { // three more clients fill the guard
+		if err := g.Admit(issue(100+c, 1000+c, time.Minute), from, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Admit(issue(200, 2000, time.Minute), from, t0); !errors.Is(err, ErrGuardFull) {
+		t.Fatalf("a fifth client on a guard of 4: %v", err)
+	}
+	if err := g.Admit(issue(7, 3000, time.Minute), from, t0); err != nil || g.Len() != 4 {
+		t.Fatalf("a full guard replacing a client's token: %v, %d entries", err, g.Len())
+	}
+	err := g.Admit(issue(300, 4000, 11*time.Minute), from, t0)
+	if !errors.Is(err, ErrLifetime) || !strings.Contains(err.Error(), "expires in 660 s, the guard admits at most 600 s") {
+		t.Fatalf("a token valid 11 minutes on a guard of 10: %v", err)
+	}
+	g.Expire(t0.Add(time.Minute))
+	if g.Len() != 0 || len(g.byClient) != 0 {
+		t.Fatalf("after every token expired: %d entries, %d clients", g.Len(), len(g.byClient))
+	}
+	if _, err := NewReplayGuard(GuardConfig{MaxLifetime: -1}); !errors.Is(err, ErrInvalidParams) {
+		t.Fatalf("negative lifetime: %v", err)
 	}
 }

@@ -55,7 +55,7 @@ type Token struct {
 	// ClientKey protects the client-to-server direction and ServerKey the
 	// other: 32 bytes each from the issuer's randomness, the same the
 	// server finds in the sealed private part. KeyMaterial joins them.
-	ClientKey, ServerKey [SessionKeyLen]byte
+	ClientKey, ServerKey SessionKey
 	// Sealed is the sealed private part (MinSealedLen to MaxSealedLen
 	// bytes, docs/WIRE.md §14.2), owned by the Token.
 	Sealed []byte
@@ -151,7 +151,7 @@ func Issue(key Key, p Params, rnd io.Reader) (Token, error) {
 }
 
 // appendPrivate appends a private part's plaintext (docs/WIRE.md §14.3).
-func appendPrivate(b []byte, clientID uint64, timeoutMS uint32, ck, sk *[SessionKeyLen]byte, addrs []netip.AddrPort, userData []byte) []byte {
+func appendPrivate(b []byte, clientID uint64, timeoutMS uint32, ck, sk *SessionKey, addrs []netip.AddrPort, userData []byte) []byte {
 	b = binary.LittleEndian.AppendUint64(b, clientID)
 	b = binary.LittleEndian.AppendUint32(b, timeoutMS)
 	b = append(b, ck[:]...)

@@ -24,6 +24,21 @@ type Key [KeyLen]byte
 // KeyTextPrefix starts the text form of a Key.
 const KeyTextPrefix = "fleet-key:"
 
+// GoString redacts the key for %#v as String does for %v.
+func (k Key) GoString() string { return k.String() }
+
+// SessionKey is one direction's 32-byte session key from a token
+// (Token.ClientKey, Private.ClientKey and the ServerKeys). It prints
+// redacted (%v, %+v, %#v, %x), so a Token or Private logged by accident
+// shows no key; slice it (k[:]) for the bytes.
+type SessionKey [SessionKeyLen]byte
+
+// String returns "token.SessionKey(redacted)".
+func (SessionKey) String() string { return "token.SessionKey(redacted)" }
+
+// GoString redacts the key for %#v as String does for %v.
+func (k SessionKey) GoString() string { return k.String() }
+
 // GenerateKey returns a new fleet key from crypto/rand.
 func GenerateKey() (Key, error) {
 	var k Key

@@ -14,7 +14,9 @@ import (
 // again. Copy it (e := *err.(*OpenError)) or format it to keep it longer.
 type OpenError struct {
 	// Reason is the sentinel: ErrShort, ErrVersion, ErrMalformed,
-	// ErrProtocol, ErrWrongKey, ErrExpired or ErrTampered.
+	// ErrProtocol, ErrWrongKey, ErrExpired or ErrTampered — or
+	// ErrInvalidParams for an Open at a time not after 1970 (a clock
+	// that is not set, which would find no token expired).
 	Reason error
 
 	what   what
@@ -39,6 +41,7 @@ const (
 	whatExpired        // a: seconds ago
 	whatTag            // a: len
 	whatPrivate        // detail
+	whatClock          // b: the year now is in
 )
 
 // Error formats the refusal with its numbers ("token: expired: 12 s
@@ -67,6 +70,8 @@ func (e *OpenError) Error() string {
 		return s + "token expired " + u(e.a) + " s ago"
 	case whatTag:
 		return s + "the " + u(e.a) + "-byte token's tag does not verify"
+	case whatClock:
+		return s + "Open at a time in the year " + u(e.b) + ", before 1970: the clock is not set"
 	case whatPrivate:
 		return e.detail.Error() + " (in a private part that verified: the issuer's bug)"
 	}

@@ -2,6 +2,8 @@ package token
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // TestRoundTrip: for random parameters, Issue → AppendBinary →
@@ -401,7 +405,7 @@ func TestNoAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("Open refusing: %v allocations, want 0", n)
 	}
-	g, _ := NewReplayGuard(64)
+	g, _ := NewReplayGuard(GuardConfig{Capacity: 64})
 	// Fill and churn the guard: tokens expire one a second.
 	toks := make([]Private, 256)
 	for i := range toks {
@@ -444,7 +448,7 @@ func TestRefusalWipes(t *testing.T) {
 		t.Fatal("a refusal after an accepted token left its data")
 	}
 	var zero Private
-	g, _ := NewReplayGuard(1)
+	g, _ := NewReplayGuard(GuardConfig{Capacity: 1})
 	if err := g.Admit(&zero, netip.MustParseAddrPort("192.0.2.1:1"), t0); !errors.Is(err, ErrExpired) || g.Len() != 0 {
 		t.Fatalf("a never-opened Private: %v, %d entries", err, g.Len())
 	}
@@ -483,6 +487,65 @@ func TestVerifierConcurrent(t *testing.T) {
 	for range toks {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A private part that decrypts but does not parse (only a holder of the
+// fleet key can seal one) is refused without leaving its session keys or
+// client id in the Private; and a clock that is not set (before 1970)
+// refuses every token instead of finding none expired.
+func TestRefusalWipesUnparsedPrivate(t *testing.T) {
+	key := testKey()
+	p := baseParams()
+	tok := mustIssue(t, key, p, 1)
+	// The private part with no server address, resealed under the key.
+	plain := appendPrivate(nil, 42, 10000, &tok.ClientKey, &tok.ServerKey, tok.Servers, nil)
+	plain = append(plain[:76:76], 0, 7, 0, 1, 2, 3, 4, 5, 6, 7) // address count 0; 7 bytes of user data, so the length passes
+	sealed := bytes.Clone(tok.Sealed[:SealedHeaderLen])
+	binary.LittleEndian.PutUint16(sealed[1:], uint16(SealedHeaderLen+len(plain)+TagLen))
+	aead, err := chacha20poly1305.NewX(key[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed = aead.Seal(sealed, sealed[adLen:SealedHeaderLen], plain, sealed[:adLen])
+	v := mustVerifier(t, p.ProtocolID, key)
+	var priv Private
+	if err := v.Open(sealed, t0, &priv); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a private part without addresses: %v, want ErrMalformed", err)
+	}
+	q := priv
+	q.err = OpenError{}
+	if q != (Private{}) {
+		t.Fatalf("the refused private part stayed in the Private: client id %d, keys set %v", priv.ClientID, priv.ClientKey != SessionKey{})
+	}
+	if err := v.Open(tok.Sealed, time.Time{}, &priv); !errors.Is(err, ErrInvalidParams) || !strings.Contains(err.Error(), "clock is not set") {
+		t.Fatalf("Open at the zero time: %v, want ErrInvalidParams", err)
+	}
+}
+
+// Keys print redacted, whatever the verb and however they are reached: a
+// Key, a Token or a Private logged with %v, %+v or %#v shows no key byte.
+func TestKeysPrintRedacted(t *testing.T) {
+	key := testKey()
+	p := baseParams()
+	tok := mustIssue(t, key, p, 1)
+	v := mustVerifier(t, p.ProtocolID, key)
+	var priv Private
+	if err := v.Open(tok.Sealed, t0, &priv); err != nil {
+		t.Fatal(err)
+	}
+	secrets := [][]byte{key[:], tok.ClientKey[:], tok.ServerKey[:]}
+	for _, x := range []any{key, tok, &tok, &priv, priv.ClientKey, priv.ServerKey} {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x"} {
+			out := fmt.Sprintf(verb, x)
+			for _, sec := range secrets {
+				dec := strings.Trim(fmt.Sprint(sec[:4]), "[]")               // "160 161 162 163"
+				gox := strings.Trim(fmt.Sprintf("%#v", sec[:4]), "[]byte{}") // "0xa0, 0xa1, …"
+				if strings.Contains(out, hex.EncodeToString(sec[:8])) || strings.Contains(out, dec) || strings.Contains(out, gox) {
+					t.Fatalf("%s of %T prints key bytes: %s", verb, x, out)
+				}
+			}
 		}
 	}
 }

@@ -67,7 +67,7 @@ type Private struct {
 	Timeout time.Duration
 	// ClientKey (client to server) and ServerKey (server to client), as
 	// the client holds them. KeyMaterial joins them.
-	ClientKey, ServerKey [SessionKeyLen]byte
+	ClientKey, ServerKey SessionKey
 
 	tag      [TagLen]byte // the token's identity for ReplayGuard
 	nServers int
@@ -182,6 +182,10 @@ func (v *Verifier) open(sealed []byte, now time.Time, out *Private) bool {
 		*e = OpenError{Reason: ErrMalformed, what: whatExpiry, a: h.expires}
 		return false
 	}
+	if now.Unix() <= 0 { // a clock that is not set would admit every token
+		*e = OpenError{Reason: ErrInvalidParams, what: whatClock, b: uint64(now.Year())}
+		return false
+	}
 	if t := now.Unix(); t >= int64(h.expires) {
 		*e = OpenError{Reason: ErrExpired, what: whatExpired, a: uint64(t - int64(h.expires))}
 		return false
@@ -197,6 +201,7 @@ func (v *Verifier) open(sealed []byte, now time.Time, out *Private) bool {
 		*e = OpenError{Reason: ErrTampered, what: whatTag, a: uint64(len(sealed))}
 		return false
 	}
+	out.filled = true // from here out holds key material: a refusal wipes it
 	err = parsePrivate(plain, out)
 	clear(out.plain[:])
 	if err != nil {
