@@ -53,6 +53,20 @@ func waitAddr(t *testing.T, what string, stderr *syncBuffer) string {
 	return ""
 }
 
+// publicKeyLine is what a tickwire server prints before "listening on".
+var publicKeyLine = regexp.MustCompile(`public key ([0-9a-f]{64})\n`)
+
+// serverKey returns the public key a tickwire server printed (once it
+// printed its address, the key is there).
+func serverKey(t *testing.T, stderr *syncBuffer) string {
+	t.Helper()
+	m := publicKeyLine.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("server printed no public key; stderr:\n%s", stderr.String())
+	}
+	return m[1]
+}
+
 // bg is a subcommand running through run() on its own goroutine.
 type bg struct {
 	stdout, stderr syncBuffer
@@ -136,6 +150,9 @@ func TestServerRelayClient(t *testing.T) {
 			if strings.HasPrefix(name, "quic") {
 				args = append(args, "--cert", cert)
 			}
+			if name == "tickwire" {
+				args = append(args, "--server-key", serverKey(t, &srv.stderr))
+			}
 			if code := run(ctx, args, &stdout, &stderr); code != exitOK {
 				t.Fatalf("client: exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 			}
@@ -191,7 +208,11 @@ func TestClientUnreachable(t *testing.T) {
 	for _, name := range []string{"tickwire", "kcp-fast"} {
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
-		code := run(context.Background(), []string{"client", "--connect", addr, "--transport", name, "--connect-timeout", "200ms"}, &stdout, &stderr)
+		args := []string{"client", "--connect", addr, "--transport", name, "--connect-timeout", "200ms"}
+		if name == "tickwire" {
+			args = append(args, "--server-key", "09"+strings.Repeat("00", 31))
+		}
+		code := run(context.Background(), args, &stdout, &stderr)
 		if code != exitFailed {
 			t.Errorf("%s: exit %d, want %d", name, code, exitFailed)
 		}
@@ -302,7 +323,8 @@ func TestRealProcesses(t *testing.T) {
 	start = time.Now()
 
 	// daemon starts a server or relay process and returns it with its
-	// address.
+	// address (and sets key to a server's public key).
+	var key string
 	daemon := func(args ...string) (*exec.Cmd, *syncBuffer, string) {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		var stdout, stderr syncBuffer
@@ -311,13 +333,17 @@ func TestRealProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd, &stdout, waitAddr(t, args[0], &stderr)
+		addr := waitAddr(t, args[0], &stderr)
+		if args[0] == "server" {
+			key = serverKey(t, &stderr)
+		}
+		return cmd, &stdout, addr
 	}
 	srv, srvOut, saddr := daemon("server", "--listen", "127.0.0.1:0", "--duration", "30s")
 	_, _, raddr := daemon("relay", "--listen", "127.0.0.1:0", "--to", saddr, "--loss", "10", "--duration", "30s")
 
 	for _, via := range []string{saddr, raddr} {
-		out, err := exec.CommandContext(ctx, bin, "client", "--connect", via, "--count", "30", "--rate", "100", "--json", "-").Output()
+		out, err := exec.CommandContext(ctx, bin, "client", "--connect", via, "--count", "30", "--rate", "100", "--json", "-", "--server-key", key).Output()
 		if err != nil {
 			var stderr []byte
 			if ee, ok := err.(*exec.ExitError); ok {
