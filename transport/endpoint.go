@@ -80,6 +80,10 @@ type Endpoint struct {
 	peers  [MaxPeersLimit]*Peer
 	ids    idAllocator
 
+	// keyUpdateInterval is the sessions' seal.Config.KeyUpdateInterval
+	// (0: the default, 2^20); tests lower it to cross key updates.
+	keyUpdateInterval uint64
+
 	// Server secrets and limits. priv is the static X25519 key.
 	priv    *ecdh.PrivateKey
 	cookies *cookieJar
@@ -1077,6 +1081,12 @@ func (e *Endpoint) flushPeer(now time.Duration, p *Peer) {
 	e.sinkPeer = nil
 }
 
+// sealTrace, when set (by tests), sees the secret, the side and the
+// session of every datagram an endpoint sealed, just after Seal: the
+// session's SendGeneration and NextPacketNumber−1 name the key and nonce
+// it used.
+var sealTrace func(secret *seal.Secret, server bool, s *seal.Session)
+
 // endpointSink is the Endpoint as its channels' Sink: datagrams go into the
 // endpoint's send batch, addressed to the peer being flushed. It is the
 // same memory as the Endpoint (no allocation to convert).
@@ -1108,6 +1118,9 @@ func (s *endpointSink) Commit(d []byte) {
 			return
 		}
 		e.stats.Sealed++
+		if sealTrace != nil {
+			sealTrace(&p.secret, e.role == roleServer, p.sess)
+		}
 	}
 	e.out = append(e.out, socket.Message{Buf: d, N: len(d), Addr: p.addr})
 }

@@ -155,6 +155,7 @@ type epNet struct {
 	now   time.Duration
 	nodes []*node
 	raws  []*rawPeer
+	pumps []func() // run at the start of every step (an on-path interposer)
 }
 
 func newEpNet(t testing.TB, seed uint64, l simlink.LinkConfig) *epNet {
@@ -222,6 +223,9 @@ func (n *epNet) client(addr string, srv *node, cfg EndpointConfig) *node {
 // step runs one tick: every node polls, then every node flushes, then the
 // clock advances.
 func (n *epNet) step() {
+	for _, f := range n.pumps {
+		f()
+	}
 	for _, nd := range n.nodes {
 		if !nd.deaf {
 			if err := nd.ep.Poll(n.now); err != nil {

@@ -308,7 +308,7 @@ func (e *Endpoint) serverKeys(p *Peer, addr netip.AddrPort, r *wire.ConnectRespo
 	}
 	var sess *seal.Session
 	if !e.cfg.InsecureCleartext {
-		if sess, err = seal.New(seal.Config{Suite: seal.Suite(r.Suite)}, seal.Server, &secret); err != nil {
+		if sess, err = seal.New(seal.Config{Suite: seal.Suite(r.Suite), KeyUpdateInterval: e.keyUpdateInterval}, seal.Server, &secret); err != nil {
 			panic("transport: " + err.Error()) // the suite was checked by the parser
 		}
 	}
@@ -637,7 +637,7 @@ func (e *Endpoint) onAccept(now time.Duration, addr netip.AddrPort, b []byte) {
 	d.phase = dialIdle
 	var sess *seal.Session
 	if !e.cfg.InsecureCleartext {
-		if sess, err = seal.New(seal.Config{Suite: e.cfg.Cipher}, seal.Client, &secret); err != nil {
+		if sess, err = seal.New(seal.Config{Suite: e.cfg.Cipher, KeyUpdateInterval: e.keyUpdateInterval}, seal.Client, &secret); err != nil {
 			panic("transport: " + err.Error()) // Cipher was validated at Dial
 		}
 	}
@@ -757,6 +757,9 @@ func (e *Endpoint) refuseAccept(secret *seal.Secret, sess *seal.Session, reason 
 				return // a fresh session has room and numbers: cannot happen
 			}
 			e.stats.Sealed++
+			if sealTrace != nil {
+				sealTrace(secret, false, sess)
+			}
 		}
 		e.push(e.server, b)
 	}
