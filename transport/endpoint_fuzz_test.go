@@ -3,6 +3,11 @@ package transport
 import (
 	"bytes"
 	"encoding/binary"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"net/netip"
 	"testing"
 
@@ -229,4 +234,48 @@ func FuzzHandshake(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+var genCorpus = flag.Bool("transport.gencorpus", false,
+	"add the sealed-datagram and v3 handshake seeds of fuzzSeeds to testdata/fuzz (FuzzEndpointDatagram, FuzzHandshake)")
+
+// TestFuzzCorpusSeeds checks that the fuzz targets' checked-in corpora
+// hold the seeds of the sealed format and the protocol-3 handshake
+// (kinds 0x80/0x81, a 120-byte ConnectResponse, a 109-byte Accept; the
+// old seeds stay as foreign-version and malformed inputs). Run
+//
+//	go test ./transport -run TestFuzzCorpusSeeds -transport.gencorpus
+//
+// to write them after changing a format.
+func TestFuzzCorpusSeeds(t *testing.T) {
+	quote := func(b []byte) string {
+		var sb strings.Builder
+		for _, c := range b {
+			fmt.Fprintf(&sb, "\\x%02x", c)
+		}
+		return sb.String()
+	}
+	for i, s := range fuzzSeeds() {
+		if len(s) == 0 || (s[0]&^1 != seal.KindPhase0 && len(s) != wire.ConnectResponseLen && len(s) != wire.AcceptLen) {
+			continue
+		}
+		files := map[string]string{
+			filepath.Join("testdata", "fuzz", "FuzzEndpointDatagram", fmt.Sprintf("v3-seed-%02d-peer", i)): fmt.Sprintf("go test fuzz v1\n[]byte(\"%s\")\nbool(true)\nbool(false)\n", quote(s)),
+			filepath.Join("testdata", "fuzz", "FuzzHandshake", fmt.Sprintf("v3-seed-%02d", i)):              fmt.Sprintf("go test fuzz v1\nbyte('\\x01')\n[]byte(\"%s\")\nbool(true)\n", quote(s)),
+		}
+		for path, body := range files {
+			if *genCorpus {
+				if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			got, err := os.ReadFile(path)
+			// An Accept seed's keys are fresh per run (makeAccept draws
+			// from crypto/rand): only its presence is checked.
+			if err != nil || string(got) != body && len(s) != wire.AcceptLen {
+				t.Errorf("%s missing or stale (run with -transport.gencorpus): %v", path, err)
+			}
+		}
+	}
 }
