@@ -406,7 +406,7 @@ func limitsFromAccept(a *wire.AcceptBody) sharedLimits {
 	}
 }
 
-// String lists the limits as "MTU 1200, MaxMessageSize 299362, …".
+// String lists the limits as "MTU 1200, MaxMessageSize 296812, …".
 func (l sharedLimits) String() string {
 	return fmt.Sprintf("MTU %d, MaxMessageSize %d, ReliableBytes %d, MaxPartial %d, ReliableWindow %d, SequencedStreams %d, OrderedStreams %d",
 		l.MTU, l.MaxMessageSize, l.ReliableBytes, l.MaxPartial, l.ReliableWindow, l.SequencedStreams, l.OrderedStreams)

@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"net/netip"
 	"testing"
 
 	"github.com/tickwire/tickwire/transport/seal"
@@ -261,7 +261,7 @@ func TestFuzzCorpusSeeds(t *testing.T) {
 		}
 		files := map[string]string{
 			filepath.Join("testdata", "fuzz", "FuzzEndpointDatagram", fmt.Sprintf("v3-seed-%02d-peer", i)): fmt.Sprintf("go test fuzz v1\n[]byte(\"%s\")\nbool(true)\nbool(false)\n", quote(s)),
-			filepath.Join("testdata", "fuzz", "FuzzHandshake", fmt.Sprintf("v3-seed-%02d", i)):              fmt.Sprintf("go test fuzz v1\nbyte('\\x01')\n[]byte(\"%s\")\nbool(true)\n", quote(s)),
+			filepath.Join("testdata", "fuzz", "FuzzHandshake", fmt.Sprintf("v3-seed-%02d", i)):             fmt.Sprintf("go test fuzz v1\nbyte('\\x01')\n[]byte(\"%s\")\nbool(true)\n", quote(s)),
 		}
 		for path, body := range files {
 			if *genCorpus {
