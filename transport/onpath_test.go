@@ -492,3 +492,26 @@ func TestNoKeyNonceReuseEndpoint(t *testing.T) {
 	}
 	t.Logf("%d (key, nonce) pairs, all distinct, %d keys", uses, len(keys))
 }
+
+// TestIntegrityLimitEndsSession: when Open reports the cipher's integrity
+// limit (after 2^52 forgeries for AES-GCM: unreachable in a test, so the
+// refusal is handed to the endpoint's drop path directly), the drop is
+// counted under its reason and the session ends with the protocol-error
+// reason on the server; the client, which hears nothing more, is then
+// refused as an unknown source.
+func TestIntegrityLimitEndsSession(t *testing.T) {
+	n := newEpNet(t, 63, epLink(5, 0, 0))
+	srv := n.server("10.0.0.1:9000", EndpointConfig{})
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	n.runUntil(120, "connect", isConnected(cl))
+	sp := srv.rec.connects[0]
+	srv.ep.sealDrop(sp, seal.ErrIntegrityLimit)
+	s := srv.ep.Stats()
+	if s.SealDrops(SealDropIntegrityLimit) != 1 || sp.State() != PeerClosed || s.Disconnects(wire.DisconnectProtocolError) != 1 {
+		t.Fatalf("state %v, integrity drops %d, protocol-error ends %d", sp.State(), s.SealDrops(SealDropIntegrityLimit), s.Disconnects(wire.DisconnectProtocolError))
+	}
+	n.run(5)
+	if srv.ep.Stats().UnknownSource == 0 || srv.ep.StateSize() != 0 {
+		t.Fatal("the ended session still takes datagrams")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -365,5 +366,40 @@ func TestRealProcesses(t *testing.T) {
 	}
 	if out := srvOut.String(); !strings.Contains(out, "2 sessions, 60 messages echoed") {
 		t.Errorf("server summary %q, want 2 sessions, 60 echoes", out)
+	}
+}
+
+// tickwire server --key FILE serves with that key: the public key it
+// prints is the file's, and a malformed file is a usage error.
+func TestServerKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.key")
+	priv := strings.Repeat("42", 32)
+	if err := os.WriteFile(path, []byte(priv+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := readPrivateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%x", k.PublicKey().Bytes())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := startRun(ctx, "server", "--listen", "127.0.0.1:0", "--key", path, "--duration", "1s")
+	waitAddr(t, "server", &srv.stderr)
+	if got := serverKey(t, &srv.stderr); got != want {
+		t.Fatalf("server printed public key %s, want %s", got, want)
+	}
+	srv.exit(t, "server")
+	bad := filepath.Join(dir, "bad.key")
+	if err := os.WriteFile(bad, []byte("not hex"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"server", "--listen", "127.0.0.1:0", "--key", bad}, &stdout, &stderr); code != exitUsage {
+		t.Fatalf("malformed key file: exit %d; %s", code, stderr.String())
+	}
+	if _, err := parsePublicKey("abc"); err == nil {
+		t.Fatal("a 1.5-byte public key parsed")
 	}
 }
