@@ -29,8 +29,10 @@ const (
 
 // Endpoint is the connection layer over one socket: a server that admits
 // clients (Listen) or a client of one server (Dial). It runs the handshake
-// (stateless cookie, admission, Accept/Reject), checks the session secret of
-// every session datagram before it reaches a Channel, keeps one Channel per
+// (stateless cookie, admission, an X25519 key exchange that authenticates
+// the server to a client pinning its key, Accept/Reject), seals every
+// session datagram it sends and opens every one it receives before it
+// reaches a Channel (docs/WIRE.md §9, §13), keeps one Channel per
 // peer, reaps idle peers, disconnects in order, resumes sessions with a
 // session token, and rate-limits handshakes.
 //
@@ -288,8 +290,9 @@ func (e *Endpoint) Err() error { return e.err }
 // — until a read finds nothing, or one the socket reports emptied its
 // queue (udp.Conn.Drained), which spares a read that would find nothing —
 // and dispatches each: handshake messages to the handshake, session
-// datagrams — after the source-address and constant-time secret check — to
-// their peer's Channel, whose deliveries reach the handler before Poll
+// datagrams — after the source-address lookup and the AEAD open (or, in
+// InsecureCleartext, the constant-time secret check) — to their peer's
+// Channel, whose deliveries reach the handler before Poll
 // returns. Handshake replies are written before it returns. Datagrams that
 // fail a check are dropped and counted (Stats), never returned as errors.
 // Poll returns an error wrapping ErrClosed (and so net.ErrClosed) once the

@@ -79,7 +79,9 @@ const (
 	// (seal.ErrShort): truncated.
 	SealDropShort SealDropReason = iota
 	// SealDropMalformed: a sealed kind byte with a reserved bit set
-	// (seal.ErrMalformed).
+	// (seal.ErrMalformed). Defence in depth: the dispatcher sends only
+	// the kinds 0x80 and 0x81 to Open and drops the others as
+	// Malformed(MalformedKind) first.
 	SealDropMalformed
 	// SealDropAuth: the tag did not verify — tampered, truncated, sealed
 	// under another key (another session, a forgery), or a packet number

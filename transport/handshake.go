@@ -21,9 +21,12 @@ import (
 //	client                                   server
 //	ConnectRequest (64 B)            ──▶  rate limit; no state; cookie
 //	                                 ◀──  Challenge (29 B) | Reject (10 B)
-//	ConnectResponse (64 B, cookie)   ──▶  rate limit; verify cookie: address
-//	                                      proven; admission; session state
-//	                                 ◀──  Accept (53 B) | Reject (10 B)
+//	ConnectResponse (120 B, cookie,  ──▶  rate limit; verify cookie: address
+//	  ephemeral key[, resume proof])      proven; admission; [proof]; X25519;
+//	                                      session keys and state
+//	                                 ◀──  Accept (109 B: ephemeral key,
+//	                                      sealed body) | Reject (10 B)
+//	client: X25519, opens the body   (only the pinned key's holder made it)
 //	[Disconnect, incompatible]       ──▶  the session is freed at once
 //
 // Before the cookie verifies, every reply is smaller than the datagram that
