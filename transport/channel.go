@@ -6,6 +6,7 @@ import (
 
 	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/transport/fragment"
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -871,6 +872,15 @@ func (c *Channel) room(n int) bool {
 	return true
 }
 
+// tagLen is the AEAD tag the endpoint's Seal appends to each datagram
+// (0 for cleartext), so BytesSent counts the bytes on the wire.
+func (c *Channel) tagLen() int {
+	if c.sealed {
+		return seal.TagLen
+	}
+	return 0
+}
+
 // fits reports whether n more bytes fit the open datagram.
 func (c *Channel) fits(n int) bool { return c.cur != nil && len(c.cur)+n <= c.limit }
 
@@ -908,7 +918,7 @@ func (c *Channel) finish() {
 		c.sealAfter = ackmap.NoRecord
 	}
 	c.stats.DatagramsSent++
-	c.stats.BytesSent += uint64(len(c.cur))
+	c.stats.BytesSent += uint64(len(c.cur) + c.tagLen())
 	if c.curFrame == 0 {
 		c.stats.AckOnlySent++
 	}
