@@ -134,6 +134,7 @@ func actionsTickwire(ctx context.Context, s Scenario, run *actionsRun, srv *acti
 		serverSock.Close()
 		return out, fmt.Errorf("bench: actions server: %w", err)
 	}
+	ccfg.ServerKey = sep.PublicKey()
 	var relays []*Relay
 	var clients []*actionsTWClient
 	closeAll := func() {

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/ecdh"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -27,11 +29,19 @@ type ClientScenario struct {
 	// (tickwire: the handshake; kcp: a probe message echoed back).
 	// Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// ServerKey is the tickwire server's X25519 public key
+	// (Server.PublicKey, or what `tickwire server` prints), which the
+	// client pins (required for tickwire; ignored by the others).
+	ServerKey *ecdh.PublicKey
 	// ServerCert is the quic server's certificate, PEM
 	// (Server.Certificate), which the client verifies the server against
 	// (required for a quic transport; ignored by the others).
 	ServerCert []byte
 }
+
+// ErrServerKey is wrapped when a tickwire client has no server public key
+// to pin (ClientScenario.ServerKey).
+var ErrServerKey = errors.New("bench: no tickwire server public key")
 
 // scenario returns the Scenario form of s, defaults applied.
 func (s ClientScenario) scenario() Scenario {
@@ -52,6 +62,8 @@ func (s ClientScenario) Validate() error {
 		return fmt.Errorf("%w: address %v: want an address and a port", ErrScenario, s.Addr)
 	case s.ConnectTimeout < 0:
 		return fmt.Errorf("%w: connect timeout %v negative", ErrScenario, s.ConnectTimeout)
+	case (s.Transport == Tickwire || s.Transport == "") && s.ServerKey == nil:
+		return fmt.Errorf("%w: transport tickwire needs it (ClientScenario.ServerKey, `tickwire client --server-key`)", ErrServerKey)
 	case peers[s.Transport].family == "quic" && len(s.ServerCert) == 0:
 		return fmt.Errorf("%w: transport %q needs the server's certificate to verify it against", ErrCertificate, s.Transport)
 	}
@@ -100,7 +112,7 @@ func RunClient(ctx context.Context, s ClientScenario) (Result, error) {
 	t, _ := NewTransport(sc.Transport)
 	res := Result{Transport: t.Name(), Profile: ProfileEcho, LatencyKind: RTT}
 	open := func(onEcho func([]byte)) (clientHalf, error) {
-		return t.dial(ctx, dialConfig{server: s.Addr, mtu: sc.MTU, onEcho: onEcho, connectTimeout: timeout, remote: true, serverCert: s.ServerCert})
+		return t.dial(ctx, dialConfig{server: s.Addr, mtu: sc.MTU, onEcho: onEcho, connectTimeout: timeout, remote: true, serverCert: s.ServerCert, serverKey: s.ServerKey})
 	}
 	wire := func(c clientHalf) int64 { return c.wireBytes() }
 	if err := unsupported(sc); err != nil {

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/ecdh"
+	"crypto/rand"
 	"errors"
 	"net"
 	"net/netip"
@@ -33,7 +35,7 @@ func TestServeRunClient(t *testing.T) {
 			for i := range clients {
 				wg.Go(func() {
 					results[i], errs[i] = RunClient(ctx, ClientScenario{
-						Addr: srv.Addr(), Transport: name, Count: count, Rate: 200, Drain: 5 * time.Second,
+						Addr: srv.Addr(), Transport: name, Count: count, Rate: 200, Drain: 5 * time.Second, ServerKey: srv.PublicKey(),
 					})
 				})
 			}
@@ -84,7 +86,7 @@ func TestRunClientNoServer(t *testing.T) {
 	addr := quiet.LocalAddr().(*net.UDPAddr).AddrPort()
 	for _, name := range []string{Tickwire, KCP} {
 		start := time.Now()
-		_, err := RunClient(context.Background(), ClientScenario{Addr: addr, Transport: name, Count: 1, ConnectTimeout: 200 * time.Millisecond})
+		_, err := RunClient(context.Background(), ClientScenario{Addr: addr, Transport: name, Count: 1, ConnectTimeout: 200 * time.Millisecond, ServerKey: anyKey(t)})
 		if !errors.Is(err, ErrConnectTimeout) {
 			t.Errorf("%s: err %v, want ErrConnectTimeout", name, err)
 		}
@@ -109,8 +111,11 @@ func TestServerClientValidate(t *testing.T) {
 			t.Errorf("%+v: valid", s)
 		}
 	}
-	if err := (ClientScenario{Addr: lo}).Validate(); err != nil {
+	if err := (ClientScenario{Addr: lo, ServerKey: anyKey(t)}).Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+	if err := (ClientScenario{Addr: lo}).Validate(); !errors.Is(err, ErrServerKey) {
+		t.Errorf("tickwire without a server key: %v", err)
 	}
 }
 
@@ -122,7 +127,7 @@ func TestServeClosesWithContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := ClientScenario{Addr: srv.Addr(), Transport: name, Count: 2, Rate: 100, ConnectTimeout: 300 * time.Millisecond}
+		s := ClientScenario{Addr: srv.Addr(), Transport: name, Count: 2, Rate: 100, ConnectTimeout: 300 * time.Millisecond, ServerKey: srv.PublicKey()}
 		if r, err := RunClient(context.Background(), s); err != nil || r.Failed() {
 			t.Fatalf("%s: before cancel: %+v, %v", name, r, err)
 		}
@@ -154,4 +159,14 @@ func waitPortFree(t *testing.T, addr netip.AddrPort, limit time.Duration) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// anyKey returns a fresh X25519 public key, for a tickwire client of a
+// server that is not there.
+func anyKey(t testing.TB) *ecdh.PublicKey {
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.PublicKey()
 }

@@ -83,6 +83,7 @@ func peerConfig(s Scenario) PeerConfig {
 	switch t := t.(type) {
 	case tickwireTransport:
 		set["implementation"] = "tickwire (this repository)"
+		set["cipher"] = "aes128gcm: every session datagram sealed (19 B), keys from an X25519 handshake"
 		set["mtu"] = strconv.Itoa(s.MTU)
 		set["ack_max_in_flight"] = inFlight(ackmap.DefaultMaxInFlight)
 		switch s.Profile {
@@ -109,6 +110,7 @@ func peerConfig(s Scenario) PeerConfig {
 			}
 		}
 	case kcpTransport:
+		set["cipher"] = "none: kcp-go without encryption"
 		window := s.MaxInFlight
 		for k, v := range t.settings(s.MTU, window) {
 			set[k] = v
@@ -125,6 +127,7 @@ func peerConfig(s Scenario) PeerConfig {
 			set["framing"] = "stream mode: the receiver reads fixed-size messages with io.ReadFull"
 		}
 	case quicTransport:
+		set["cipher"] = "TLS 1.3 (quic-go)"
 		for k, v := range quicSettings(t.mode, s.Profile, s.MTU) {
 			set[k] = v
 		}

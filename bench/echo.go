@@ -288,7 +288,8 @@ func run(ctx context.Context, s Scenario) (Result, error) {
 			srv.close()
 			return nil, err
 		}
-		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, maxInFlight: s.MaxInFlight, onEcho: onEcho, connectTimeout: DefaultConnectTimeout})
+		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, maxInFlight: s.MaxInFlight, onEcho: onEcho,
+			connectTimeout: DefaultConnectTimeout, serverKey: serverKeyOf(srv)})
 		if err != nil {
 			srv.close()
 			relay.Close()

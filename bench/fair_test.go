@@ -242,7 +242,8 @@ func TestDatagramsWithinMTU(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got atomic.Int64
-		cli, err := tr.dial(ctx, dialConfig{server: relay.Addr(), mtu: c.mtu, connectTimeout: 5 * time.Second, onEcho: func([]byte) { got.Add(1) }})
+		cli, err := tr.dial(ctx, dialConfig{server: relay.Addr(), mtu: c.mtu, connectTimeout: 5 * time.Second, onEcho: func([]byte) { got.Add(1) },
+			serverKey: serverKeyOf(srv)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -228,6 +228,7 @@ func loadRun(ctx context.Context, s Scenario) (lr loadResult, rec *loadRecorder,
 		serverSock.Close()
 		return lr, nil, 0, fmt.Errorf("bench: load server: %w", err)
 	}
+	ccfg.ServerKey = ep.PublicKey()
 	start := time.Now()
 	srv := &loadServer{ep: ep, stop: make(chan struct{}), done: make(chan struct{})}
 	rec = &loadRecorder{start: start, size: s.Size, hist: hdrhistogram.New(histMin, histMax, histDigits)}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/ecdh"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -23,6 +24,10 @@ type ServerConfig struct {
 	// DefaultMTU; range [576, 1472]. A tickwire client adopts the server's
 	// MTU in the handshake; kcp sessions are configured with it.
 	MTU int
+	// PrivateKey is a tickwire server's static X25519 key
+	// (transport.EndpointConfig.PrivateKey). Default: a fresh one,
+	// which Server.PublicKey returns for the clients to pin.
+	PrivateKey *ecdh.PrivateKey
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -97,7 +102,7 @@ func Serve(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	t, _ := NewTransport(cfg.Transport)
-	half, err := t.listen(listenConfig{addr: cfg.Listen, mtu: cfg.MTU})
+	half, err := t.listen(listenConfig{addr: cfg.Listen, mtu: cfg.MTU, privateKey: cfg.PrivateKey})
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +123,11 @@ func (s *Server) Certificate() []byte {
 	}
 	return nil
 }
+
+// PublicKey returns a tickwire server's static X25519 public key, which
+// its clients pin (ClientScenario.ServerKey), or nil for the other
+// transports.
+func (s *Server) PublicKey() *ecdh.PublicKey { return serverKeyOf(s.half) }
 
 // Transport returns the server's transport name.
 func (s *Server) Transport() string { return s.name }

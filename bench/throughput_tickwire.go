@@ -55,7 +55,9 @@ func openTwOneWay(ctx context.Context, ch transport.Config, deliver func(transpo
 		p.server.Close()
 		return nil, fmt.Errorf("client socket: %w", err)
 	}
-	if p.client, err = transport.Dial(p.cliSock, p.srvSock.LocalAddr(), ecfg, twSource{p: p}, 0); err != nil {
+	ccfg := ecfg
+	ccfg.ServerKey = p.server.PublicKey()
+	if p.client, err = transport.Dial(p.cliSock, p.srvSock.LocalAddr(), ccfg, twSource{p: p}, 0); err != nil {
 		p.server.Close()
 		p.cliSock.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -86,6 +87,7 @@ func tickLoop(e *transport.Endpoint, start time.Time, stop <-chan struct{}, befo
 type tickwireServer struct {
 	sock *udp.Conn
 	h    *tickwireEcho
+	key  *ecdh.PublicKey // the endpoint's, for clients to pin
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -100,11 +102,13 @@ func (tickwireTransport) listen(cfg listenConfig) (serverHalf, error) {
 	s := &tickwireServer{sock: sock, h: &tickwireEcho{}, stop: make(chan struct{}), done: make(chan struct{})}
 	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}, MaxPeers: transport.MaxPeersLimit}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
+	ecfg.PrivateKey = cfg.privateKey
 	ep, err := transport.Listen(sock, ecfg, s.h)
 	if err != nil {
 		sock.Close()
 		return nil, err
 	}
+	s.key = ep.PublicKey()
 	go s.serve(ep)
 	return s, nil
 }
@@ -173,7 +177,7 @@ func (tickwireTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, 
 	}
 	c := &tickwireClient{sock: sock, onEcho: cfg.onEcho, start: time.Now(), remote: cfg.remote,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}, ServerKey: cfg.serverKey}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	c.ep, err = transport.Dial(sock, cfg.server, ecfg, tickwireClientHandler{c: c}, 0)
 	if err != nil {

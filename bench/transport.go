@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -137,6 +138,8 @@ type listenConfig struct {
 	// unacked datagram seqs, default 64); for kcp, the send and receive
 	// windows in packets (default KCPWindow).
 	maxInFlight int
+	// privateKey is a tickwire server's static key (nil: a fresh one).
+	privateKey *ecdh.PrivateKey
 }
 
 // dialConfig is what a client half needs.
@@ -153,6 +156,11 @@ type dialConfig struct {
 	onEcho func(p []byte)
 	// connectTimeout bounds dial's wait for the session.
 	connectTimeout time.Duration
+	// serverKey is the tickwire server's X25519 public key, which the
+	// client pins (transport.EndpointConfig.ServerKey): serverKeyOf of an
+	// in-process server half, or ClientScenario.ServerKey. Other
+	// transports ignore it.
+	serverKey *ecdh.PublicKey
 	// serverCert is the quic server's certificate (PEM) the client
 	// verifies it against; nil: the process's own (a server in the same
 	// process). Other transports ignore it.
@@ -177,6 +185,15 @@ type serverHalf interface {
 	// close stops the server, closes every session and waits for the
 	// server's goroutines.
 	close() error
+}
+
+// serverKeyOf returns a tickwire server half's public key (nil for the
+// other transports).
+func serverKeyOf(s serverHalf) *ecdh.PublicKey {
+	if t, ok := s.(*tickwireServer); ok {
+		return t.key
+	}
+	return nil
 }
 
 // clientHalf is a connected echo client.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/transport/fragment"
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -117,6 +118,14 @@ type Channel struct {
 	handler   Handler
 	secret    uint64
 	pieceSize int // fragment piece size at this MTU
+	// Session framing (sizes.go): sealed datagrams (docs/WIRE.md §13)
+	// reserve seal.HeaderLen bytes at the front, which the endpoint's
+	// Seal overwrites, and seal.TagLen at the end; cleartext ones start
+	// with the 9-byte session header. limit is the most bytes a datagram
+	// holds before sealing, single the most frame bytes after the
+	// largest channel header.
+	sealed        bool
+	limit, single int
 
 	tracker  *ackmap.SendTracker
 	history  ackmap.RecvHistory
@@ -169,6 +178,13 @@ type Channel struct {
 // datagram (pick it at random per session); secret is the session secret
 // every datagram carries in its session header; h receives deliveries.
 func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel, error) {
+	return newChannel(cfg, h, first, secret, false)
+}
+
+// newChannel is NewChannel for cleartext (sealed false) or sealed
+// datagrams: the Endpoint's sessions are sealed unless
+// EndpointConfig.InsecureCleartext.
+func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed bool) (*Channel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -177,8 +193,9 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 	if err != nil {
 		return nil, err
 	}
+	fr := framingFor(cfg.MTU, sealed)
 	asm, err := fragment.NewAssembler(fragment.AssemblerConfig{
-		MTU:            cfg.MTU,
+		PieceSize:      fr.pieceSize,
 		MaxPartial:     cfg.MaxPartial,
 		Expiry:         cfg.FragmentTimeout,
 		MaxMessageSize: cfg.MaxMessageSize + maxFraming,
@@ -188,7 +205,10 @@ func NewChannel(cfg Config, h Handler, first wire.Seq, secret uint64) (*Channel,
 	}
 	c := &Channel{
 		cfg:       cfg,
-		pieceSize: fragment.PieceSize(cfg.MTU),
+		pieceSize: fr.pieceSize,
+		sealed:    sealed,
+		limit:     fr.limit,
+		single:    fr.single,
 		handler:   h,
 		secret:    secret,
 		tracker:   tr,
@@ -218,7 +238,7 @@ func (c *Channel) SetSecret(secret uint64) { c.secret = secret }
 // datagram (not fragmented) with the given delivery mode; one byte more is
 // fragmented (scenario S-C1).
 func (c *Channel) MaxSinglePayload(d Delivery) int {
-	return wire.FramePayloadRoom(frameTypeOf(d), c.cfg.MTU-datagramOverhead)
+	return wire.FramePayloadRoom(frameTypeOf(d), c.single)
 }
 
 func frameTypeOf(d Delivery) wire.FrameType {
@@ -488,7 +508,7 @@ const KeepAliveInterval = 250 * time.Millisecond
 // this Flush or waits: its datagrams must all fit the in-flight window and
 // this Flush's datagram budget, since one evicted datagram would abandon it.
 func (c *Channel) flushRecords() {
-	single := c.cfg.MTU - datagramOverhead
+	single := c.single
 	piece := c.pieceSize
 	n := len(c.outRecs) // records queued by a handler during this Flush wait for the next
 	sent := 0
@@ -577,7 +597,7 @@ const (
 // due piece of a large one — from the stream's cursor on.
 func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 	rs := c.reliable[s]
-	single := c.cfg.MTU - datagramOverhead
+	single := c.single
 	for id := c.cursor[s]; id != rs.next; id++ {
 		c.cursor[s] = id
 		sl := rs.slot(id)
@@ -653,7 +673,7 @@ func reliablePayload(frame []byte) []byte {
 // beyond the margin kept for other traffic and the datagram budget allows.
 // It reports false, with nothing new open, when it cannot.
 func (c *Channel) reliableRoom(n int) bool {
-	if c.cur != nil && len(c.cur)+n <= c.cfg.MTU && c.man.n < manifestCap {
+	if c.cur != nil && len(c.cur)+n <= c.limit && c.man.n < manifestCap {
 		return true
 	}
 	if c.inFlightRoom() <= c.inFlightMargin() {
@@ -667,7 +687,7 @@ func (c *Channel) reliableRoom(n int) bool {
 // large one goes out piece by piece, paced like reliable pieces; what does
 // not fit this Flush waits for the next, in order.
 func (c *Channel) flushQueued() {
-	single := c.cfg.MTU - datagramOverhead
+	single := c.single
 	piece := c.pieceSize
 	n := len(c.outMsgs) // messages queued by a handler during this Flush wait for the next
 	done := 0
@@ -757,7 +777,7 @@ func (c *Channel) flushRedundant() {
 				c.now-sl.lastSentAt < c.cfg.RedundancyInterval {
 				continue
 			}
-			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.cfg.MTU || c.man.n == manifestCap) {
+			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.limit || c.man.n == manifestCap) {
 				return // this Flush's redundancy budget is spent
 			}
 			if c.cur == nil && c.inFlightRoom() <= c.inFlightMargin() {
@@ -821,7 +841,11 @@ func (c *Channel) nextFragID() wire.Seq {
 // begin starts a datagram: session header, channel header.
 func (c *Channel) begin() {
 	c.cur = c.sink.Buffer()[:0]
-	c.cur = wire.AppendSessionHeader(c.cur, wire.SessionHeader{Secret: c.secret})
+	if c.sealed {
+		c.cur = c.cur[:sealHeaderLen] // Seal writes it
+	} else {
+		c.cur = wire.AppendSessionHeader(c.cur, wire.SessionHeader{Secret: c.secret})
+	}
 	h := wire.ChannelHeader{Seq: c.tracker.NextSeq()}
 	var ok bool
 	h.Ack, h.AckBits, ok = c.history.Ack()
@@ -836,7 +860,7 @@ func (c *Channel) begin() {
 // when a new datagram is needed but this Flush has sent
 // MaxDatagramsPerFlush already.
 func (c *Channel) room(n int) bool {
-	if c.cur != nil && len(c.cur)+n <= c.cfg.MTU {
+	if c.cur != nil && len(c.cur)+n <= c.limit {
 		return true
 	}
 	c.finish()
@@ -848,8 +872,17 @@ func (c *Channel) room(n int) bool {
 	return true
 }
 
+// tagLen is the AEAD tag the endpoint's Seal appends to each datagram
+// (0 for cleartext), so BytesSent counts the bytes on the wire.
+func (c *Channel) tagLen() int {
+	if c.sealed {
+		return seal.TagLen
+	}
+	return 0
+}
+
 // fits reports whether n more bytes fit the open datagram.
-func (c *Channel) fits(n int) bool { return c.cur != nil && len(c.cur)+n <= c.cfg.MTU }
+func (c *Channel) fits(n int) bool { return c.cur != nil && len(c.cur)+n <= c.limit }
 
 // note records that the open datagram carries e.
 func (c *Channel) note(e manifestEntry) {
@@ -885,7 +918,7 @@ func (c *Channel) finish() {
 		c.sealAfter = ackmap.NoRecord
 	}
 	c.stats.DatagramsSent++
-	c.stats.BytesSent += uint64(len(c.cur))
+	c.stats.BytesSent += uint64(len(c.cur) + c.tagLen())
 	if c.curFrame == 0 {
 		c.stats.AckOnlySent++
 	}

@@ -973,6 +973,7 @@ func newConfSim(sc *confScenario) (*confSim, error) {
 		if a.ep, err = Listen(a.sock, srvCfg, (*confEp)(a)); err != nil {
 			return nil, err
 		}
+		cliCfg.ServerKey = a.ep.PublicKey()
 		if b.ep, err = Dial(b.sock, a.sock.public(), cliCfg, (*confEp)(b), 0); err != nil {
 			return nil, err
 		}

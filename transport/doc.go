@@ -1,15 +1,18 @@
 // Package transport moves game messages between peers over UDP: per-datagram
 // acknowledgement, loss and RTT detection, fragmentation, unreliable,
 // sequenced and reliable streams, record sends with all-or-nothing verdicts,
-// and connections with a stateless handshake, session secrets and resume.
+// and encrypted, authenticated connections with a stateless handshake, an
+// X25519 key exchange and resume.
 //
 // # Pieces
 //
 // [Endpoint] is what an application embeds: a server ([Listen]) or a client
 // ([Dial]) over one [socket.Conn] — the batched UDP socket in
 // transport/socket/udp, the gnet engine, or the deterministic simulated
-// network in transport/simlink for tests. It runs the handshake, checks the
-// session secret of every datagram before anything touches a channel, keeps
+// network in transport/simlink for tests. It runs the handshake (the client
+// pins the server's key: EndpointConfig.ServerKey, Endpoint.PublicKey),
+// seals every session datagram with transport/seal and opens every one it
+// receives before anything touches a channel, keeps
 // one [Channel] per [Peer], reaps idle peers and resumes sessions. Its
 // [EndpointHandler] receives lifecycle events and messages.
 //

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/ecdh"
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/transport/socket"
 	"github.com/tickwire/tickwire/wire"
 )
@@ -27,8 +29,10 @@ const (
 
 // Endpoint is the connection layer over one socket: a server that admits
 // clients (Listen) or a client of one server (Dial). It runs the handshake
-// (stateless cookie, admission, Accept/Reject), checks the session secret of
-// every session datagram before it reaches a Channel, keeps one Channel per
+// (stateless cookie, admission, an X25519 key exchange that authenticates
+// the server to a client pinning its key, Accept/Reject), seals every
+// session datagram it sends and opens every one it receives before it
+// reaches a Channel (docs/WIRE.md §9, §13), keeps one Channel per
 // peer, reaps idle peers, disconnects in order, resumes sessions with a
 // session token, and rate-limits handshakes.
 //
@@ -78,7 +82,12 @@ type Endpoint struct {
 	peers  [MaxPeersLimit]*Peer
 	ids    idAllocator
 
-	// Server secrets and limits.
+	// keyUpdateInterval is the sessions' seal.Config.KeyUpdateInterval
+	// (0: the default, 2^20); tests lower it to cross key updates.
+	keyUpdateInterval uint64
+
+	// Server secrets and limits. priv is the static X25519 key.
+	priv    *ecdh.PrivateKey
 	cookies *cookieJar
 	tokens  *tokenMinter
 	limiter *rateLimiter
@@ -135,7 +144,24 @@ func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint,
 		return nil, err
 	}
 	e.cookies = newCookieJar(e.cfg.CookiePeriod, e.cfg.Rand)
+	if e.priv = e.cfg.PrivateKey; e.priv == nil {
+		if e.priv, err = keyPair(); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
+}
+
+// PublicKey returns a server's static X25519 public key, the one its
+// clients pin (EndpointConfig.ServerKey): EndpointConfig.PrivateKey's, or
+// the key Listen generated. An in-process client passes it directly; a
+// server in another process prints it or keeps its private key in a file.
+// It is nil on a client.
+func (e *Endpoint) PublicKey() *ecdh.PublicKey {
+	if e.priv == nil {
+		return nil
+	}
+	return e.priv.PublicKey()
 }
 
 // Dial returns a client endpoint on conn that connects to server: its
@@ -155,6 +181,9 @@ func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint,
 func Dial(conn socket.Conn, server netip.AddrPort, cfg EndpointConfig, h EndpointHandler, now time.Duration) (*Endpoint, error) {
 	if !server.IsValid() || server.Port() == 0 {
 		return nil, fmt.Errorf("%w: server address %v", ErrInvalidConfig, server)
+	}
+	if cfg.ServerKey == nil && !cfg.InsecureCleartext {
+		return nil, fmt.Errorf("%w (dialing %v)", ErrNoServerKey, server)
 	}
 	e, err := newEndpoint(conn, cfg, h, roleClient)
 	if err != nil {
@@ -261,8 +290,9 @@ func (e *Endpoint) Err() error { return e.err }
 // — until a read finds nothing, or one the socket reports emptied its
 // queue (udp.Conn.Drained), which spares a read that would find nothing —
 // and dispatches each: handshake messages to the handshake, session
-// datagrams — after the source-address and constant-time secret check — to
-// their peer's Channel, whose deliveries reach the handler before Poll
+// datagrams — after the source-address lookup and the AEAD open (or, in
+// InsecureCleartext, the constant-time secret check) — to their peer's
+// Channel, whose deliveries reach the handler before Poll
 // returns. Handshake replies are written before it returns. Datagrams that
 // fail a check are dropped and counted (Stats), never returned as errors.
 // Poll returns an error wrapping ErrClosed (and so net.ErrClosed) once the
@@ -729,6 +759,10 @@ func (e *Endpoint) Stats() EndpointStats {
 }
 
 func (s *EndpointStats) count(p *Peer) {
+	if p.sess != nil {
+		st := p.sess.Stats()
+		s.KeyUpdates += st.KeyUpdatesSent + st.KeyUpdatesReceived
+	}
 	if p.state == PeerSuspended {
 		s.Suspended++
 	} else {
@@ -760,6 +794,10 @@ func (e *Endpoint) handle(now time.Duration, addr netip.AddrPort, b []byte) {
 		e.stats.malformed[MalformedOversize]++
 		return
 	}
+	if b[0]&^1 == seal.KindPhase0 {
+		e.onSealed(now, addr, b)
+		return
+	}
 	kind := wire.PacketKind(b[0])
 	if !kind.Valid() {
 		e.stats.malformed[MalformedKind]++
@@ -788,23 +826,86 @@ func (e *Endpoint) handle(now time.Duration, addr netip.AddrPort, b []byte) {
 	}
 }
 
-// onSession authenticates a session datagram — a session at its source
-// address, and that session's secret, compared in constant time — before
-// any byte of it reaches the channel (S-E2), then hands it to the channel.
+// onSealed authenticates and decrypts a sealed session datagram (WIRE.md
+// §13) of the session at its source address — one AEAD open at most —
+// before any byte of it reaches the channel (S-E2), then hands the
+// plaintext to the channel. A refused datagram is counted by its reason
+// (EndpointStats.SealDrops) and touches no channel state; a session past
+// its cipher's integrity limit ends.
+func (e *Endpoint) onSealed(now time.Duration, addr netip.AddrPort, b []byte) {
+	p := e.byAddr[addr]
+	if p == nil {
+		e.stats.UnknownSource++
+		return
+	}
+	if p.sess == nil {
+		e.stats.sealDrops[SealDropCleartext]++
+		return
+	}
+	plain, err := p.sess.Open(b)
+	if err != nil {
+		e.sealDrop(p, err)
+		return
+	}
+	e.stats.Opened++
+	e.onAuthentic(now, p, plain)
+}
+
+// sealDrop counts a datagram seal.Session.Open refused, and ends p's
+// session once its cipher's integrity limit is reached.
+func (e *Endpoint) sealDrop(p *Peer, err error) {
+	var r SealDropReason
+	switch err {
+	case seal.ErrShort:
+		r = SealDropShort
+	case seal.ErrMalformed:
+		r = SealDropMalformed
+	case seal.ErrReplayed:
+		r = SealDropReplayed
+	case seal.ErrTooOld:
+		r = SealDropTooOld
+	case seal.ErrKeyPhase:
+		r = SealDropKeyPhase
+	case seal.ErrIntegrityLimit:
+		r = SealDropIntegrityLimit
+	default:
+		r = SealDropAuth
+	}
+	e.stats.sealDrops[r]++
+	if r == SealDropIntegrityLimit && p.state != PeerClosed && p.state != PeerClosing {
+		e.logPeer(slog.LevelWarn, "transport: AEAD integrity limit reached; ending the session", p)
+		e.end(p, wire.DisconnectProtocolError)
+	}
+}
+
+// onSession authenticates a cleartext session datagram (InsecureCleartext)
+// — a session at its source address, and that session's secret, compared
+// in constant time — before any byte of it reaches the channel (S-E2),
+// then hands it to the channel.
 func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 	p := e.byAddr[addr]
 	if p == nil {
 		e.stats.UnknownSource++
 		return
 	}
+	if p.sess != nil || !e.cfg.InsecureCleartext {
+		e.stats.sealDrops[SealDropCleartext]++
+		return
+	}
 	if len(b) < wire.SessionHeaderLen {
 		e.stats.malformed[MalformedSessionHeader]++
 		return
 	}
-	if subtle.ConstantTimeCompare(b[1:wire.SessionHeaderLen], p.secret[:]) != 1 {
+	if subtle.ConstantTimeCompare(b[1:wire.SessionHeaderLen], p.wireSecret[:]) != 1 {
 		e.stats.WrongSecret++
 		return
 	}
+	e.onAuthentic(now, p, b[wire.SessionHeaderLen:])
+}
+
+// onAuthentic hands an authenticated datagram's channel header and frames
+// to p's channel.
+func (e *Endpoint) onAuthentic(now time.Duration, p *Peer, b []byte) {
 	p.lastRx = now
 	p.prevLive = false // the client has the current secret: its old token is spent
 	if p.state == PeerClosing {
@@ -820,7 +921,7 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 		}
 		p.pollUsed++
 	}
-	if err := p.ch.Receive(now, b[wire.SessionHeaderLen:]); err != nil {
+	if err := p.ch.Receive(now, b); err != nil {
 		e.stats.malformed[MalformedChannel]++
 	}
 	if p.ch.AckDue() && p.state == PeerConnected {
@@ -854,6 +955,10 @@ func (e *Endpoint) onRemoteDisconnect(now time.Duration, p *Peer) {
 
 // tickPeer runs one tick of p's session.
 func (e *Endpoint) tickPeer(now time.Duration, p *Peer) {
+	if p.sealFailed {
+		e.end(p, wire.DisconnectProtocolError)
+		return
+	}
 	switch p.state {
 	case PeerConnected:
 		if now-p.lastRx >= e.cfg.IdleTimeout {
@@ -953,6 +1058,7 @@ func (e *Endpoint) end(p *Peer, reason wire.DisconnectReason) {
 		delete(e.byAddr, p.addr)
 	}
 	p.state = PeerClosed
+	e.retire(p)
 	if e.role == roleServer {
 		if e.peers[p.id] == p {
 			e.peers[p.id] = nil
@@ -978,6 +1084,12 @@ func (e *Endpoint) flushPeer(now time.Duration, p *Peer) {
 	e.sinkPeer = nil
 }
 
+// sealTrace, when set (by tests), sees the secret, the side and the
+// session of every datagram an endpoint sealed, just after Seal: the
+// session's SendGeneration and NextPacketNumber−1 name the key and nonce
+// it used.
+var sealTrace func(secret *seal.Secret, server bool, s *seal.Session)
+
 // endpointSink is the Endpoint as its channels' Sink: datagrams go into the
 // endpoint's send batch, addressed to the peer being flushed. It is the
 // same memory as the Endpoint (no allocation to convert).
@@ -992,12 +1104,27 @@ func (s *endpointSink) Buffer() []byte {
 	return e.outBufs[len(e.out)][:0]
 }
 
-// Commit queues a channel's datagram for the peer being flushed. The
-// channel stamped the peer's current secret (a resume replaces it through
-// Channel.SetSecret while the channel lives on).
+// Commit queues a channel's datagram for the peer being flushed, sealed
+// in place under the peer's current keys (the channel left room for the
+// header and the tag), or as the channel stamped it with the peer's
+// cleartext secret (InsecureCleartext; a resume replaces it through
+// Channel.SetSecret while the channel lives on). A datagram Seal refuses
+// — packet numbers exhausted after 2^62 — is not sent, and the session
+// ends at the next Flush.
 func (s *endpointSink) Commit(d []byte) {
 	e := (*Endpoint)(s)
 	p := e.sinkPeer
+	if p.sess != nil {
+		var err error
+		if d, err = p.sess.Seal(d); err != nil {
+			p.sealFailed = true
+			return
+		}
+		e.stats.Sealed++
+		if sealTrace != nil {
+			sealTrace(&p.secret, e.role == roleServer, p.sess)
+		}
+	}
 	e.out = append(e.out, socket.Message{Buf: d, N: len(d), Addr: p.addr})
 }
 

@@ -1,12 +1,14 @@
 package transport
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/transport/simlink"
 	"github.com/tickwire/tickwire/transport/socket"
 	"github.com/tickwire/tickwire/wire"
@@ -210,7 +212,7 @@ type refusalCase struct {
 
 var refusalCases = []refusalCase{
 	{"own UnreliableBytes below the server's max message", Config{UnreliableBytes: 300_000},
-		[]string{"UnreliableBytes 300000", "MaxMessageSize 368722", "MTU 1472"}, true},
+		[]string{"UnreliableBytes 300000", "MaxMessageSize 366172", "MTU 1472"}, true},
 	{"explicit MTU", Config{MTU: 1200}, []string{"MTU 1200 here, 1472 on the server"}, false},
 	{"explicit window and streams", Config{ReliableWindow: 512, OrderedStreams: 2},
 		[]string{"ReliableWindow 512 here, 256 on the server", "OrderedStreams 2 here, 4 on the server"}, false},
@@ -311,17 +313,24 @@ func TestRefusalSurvivesLoss(t *testing.T) {
 	}
 }
 
-// fakeServer is a hand-driven server socket: it answers a ConnectRequest
-// with a Challenge and a ConnectResponse with accept(nonce), and keeps
-// every session datagram it receives.
+// fakeServer is a hand-driven server socket in InsecureCleartext mode: it
+// answers a ConnectRequest with a Challenge and a ConnectResponse with an
+// Accept whose body is accept(nonce) (keyed by makeAccept, the real key
+// exchange without a static key; secrets lists the secrets it derived),
+// and keeps every session datagram it receives.
 type fakeServer struct {
 	conn    *simlink.Conn
-	accept  func(nonce uint64, resume bool) wire.Accept
+	accept  func(nonce uint64, resume bool) wire.AcceptBody
 	in      []socket.Message
 	session [][]byte
+	secrets []seal.Secret
 }
 
-func newFakeServer(n *epNet, addr string, accept func(uint64, bool) wire.Accept) *fakeServer {
+// wireSecret is the cleartext session header secret of f's i-th session
+// key.
+func (f *fakeServer) wireSecret(i int) uint64 { return binary.LittleEndian.Uint64(f.secrets[i][:8]) }
+
+func newFakeServer(n *epNet, addr string, accept func(uint64, bool) wire.AcceptBody) *fakeServer {
 	f := &fakeServer{conn: n.listen(addr), accept: accept, in: make([]socket.Message, 8)}
 	for i := range f.in {
 		f.in[i].Buf = make([]byte, MaxMTU)
@@ -347,7 +356,16 @@ func (f *fakeServer) serve() {
 				reply = wire.AppendChallenge(nil, wire.Challenge{Nonce: r.Nonce})
 			case wire.KindConnectResponse:
 				r, _, _ := wire.ParseConnectResponse(b)
-				reply = wire.AppendAccept(nil, f.accept(r.Nonce, r.Resume))
+				var old *seal.Secret
+				if r.Resume && len(f.secrets) > 0 {
+					old = &f.secrets[len(f.secrets)-1]
+				}
+				a, sec, err := makeAccept(nil, &r, b, f.accept(r.Nonce, r.Resume), old)
+				if err != nil {
+					panic(err)
+				}
+				f.secrets = append(f.secrets, sec)
+				reply = a[:]
 			case wire.KindSession:
 				f.session = append(f.session, append([]byte(nil), b...))
 			}
@@ -359,9 +377,10 @@ func (f *fakeServer) serve() {
 }
 
 // disconnects returns the reasons of the Disconnect frames in the session
-// datagrams stamped with secret.
-func (f *fakeServer) disconnects(t testing.TB, secret uint64) []wire.DisconnectReason {
+// datagrams stamped with the secret of f's i-th key exchange.
+func (f *fakeServer) disconnects(t testing.TB, i int) []wire.DisconnectReason {
 	t.Helper()
+	secret := f.wireSecret(i)
 	var why []wire.DisconnectReason
 	for _, d := range f.session {
 		h, k, err := wire.ParseSessionHeader(d)
@@ -387,9 +406,9 @@ func (f *fakeServer) disconnects(t testing.TB, secret uint64) []wire.DisconnectR
 	return why
 }
 
-// defaultAccept is the Accept of a default server, for peer 3.
-func defaultAccept(nonce uint64, secret uint64) wire.Accept {
-	a := wire.Accept{Nonce: nonce, PeerID: 3, Secret: secret, Token: wire.Token{1}}
+// defaultAccept is the Accept body of a default server, for peer 3.
+func defaultAccept() wire.AcceptBody {
+	a := wire.AcceptBody{PeerID: 3, Token: wire.Token{1}}
 	limitsOf(Config{}).announce(&a)
 	return a
 }
@@ -404,29 +423,28 @@ func TestClientRefusalOnTheWire(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client Config
-		mutate func(*wire.Accept)
+		mutate func(*wire.AcceptBody)
 		sent   error
 		reason wire.DisconnectReason
 		want   string
 	}{
-		{"incompatible", Config{SequencedStreams: 8}, func(*wire.Accept) {}, ErrIncompatible,
+		{"incompatible", Config{SequencedStreams: 8}, func(*wire.AcceptBody) {}, ErrIncompatible,
 			wire.DisconnectIncompatible, "SequencedStreams 8 here, 4 on the server"},
-		{"out of range", Config{}, func(a *wire.Accept) { a.ReliableWindow = 3 }, ErrProtocol,
+		{"out of range", Config{}, func(a *wire.AcceptBody) { a.ReliableWindow = 3 }, ErrProtocol,
 			wire.DisconnectProtocolError, "ReliableWindow 3 not a power of two"},
-		{"zero stream count", Config{}, func(a *wire.Accept) { a.OrderedStreams = 0 }, ErrProtocol,
+		{"zero stream count", Config{}, func(a *wire.AcceptBody) { a.OrderedStreams = 0 }, ErrProtocol,
 			wire.DisconnectProtocolError, "OrderedStreams 0"},
-		{"MTU above the largest", Config{}, func(a *wire.Accept) { a.MTU = 9000 }, ErrProtocol,
+		{"MTU above the largest", Config{}, func(a *wire.AcceptBody) { a.MTU = 9000 }, ErrProtocol,
 			wire.DisconnectProtocolError, "MTU 9000 not in [576, 1472]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newEpNet(t, 31, epLink(5, 0, 0))
-			const secret = 0x1122334455667788
-			f := newFakeServer(n, "10.0.0.1:9000", func(nonce uint64, _ bool) wire.Accept {
-				a := defaultAccept(nonce, secret)
+			f := newFakeServer(n, "10.0.0.1:9000", func(nonce uint64, _ bool) wire.AcceptBody {
+				a := defaultAccept()
 				tc.mutate(&a)
 				return a
 			})
-			cl := n.client("10.0.0.2:5000", f.node(), EndpointConfig{Channel: tc.client})
+			cl := n.client("10.0.0.2:5000", f.node(), EndpointConfig{Channel: tc.client, InsecureCleartext: true})
 			n.runUntil(120, "client fails", func() bool { f.serve(); return cl.ep.Err() != nil })
 			if err := cl.ep.Err(); !errors.Is(err, tc.sent) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v: want %v saying %q", err, tc.sent, tc.want)
@@ -438,13 +456,14 @@ func TestClientRefusalOnTheWire(t *testing.T) {
 			}
 			// Session kind, secret; channel header: no ack (0x20), seq 0;
 			// Disconnect (0x07), reason. 14 bytes.
-			want := []byte{0x06, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x20, 0x00, 0x00, 0x07, byte(tc.reason)}
+			want := binary.LittleEndian.AppendUint64([]byte{0x06}, f.wireSecret(0))
+			want = append(want, 0x20, 0x00, 0x00, 0x07, byte(tc.reason))
 			for _, d := range f.session {
 				if string(d) != string(want) {
 					t.Fatalf("refusal % x, want % x", d, want)
 				}
 			}
-			if why := f.disconnects(t, secret); len(why) != DefaultDisconnectRepeats || why[0] != tc.reason {
+			if why := f.disconnects(t, 0); len(why) != DefaultDisconnectRepeats || why[0] != tc.reason {
 				t.Fatalf("refusal reasons %v, want %v", why, tc.reason)
 			}
 			if cl.ep.Remote() != nil || cl.ep.StateSize() != 0 {
@@ -460,15 +479,14 @@ func TestClientRefusalOnTheWire(t *testing.T) {
 // new secret, with a protocol-error Disconnect.
 func TestResumeAcceptWithOtherLimits(t *testing.T) {
 	n := newEpNet(t, 32, epLink(5, 0, 0))
-	f := newFakeServer(n, "10.0.0.1:9000", func(nonce uint64, resume bool) wire.Accept {
-		if !resume {
-			return defaultAccept(nonce, 1)
+	f := newFakeServer(n, "10.0.0.1:9000", func(nonce uint64, resume bool) wire.AcceptBody {
+		a := defaultAccept()
+		if resume {
+			a.MaxPartial = 16
 		}
-		a := defaultAccept(nonce, 2)
-		a.MaxPartial = 16
 		return a
 	})
-	cl := n.client("10.0.0.2:5000", f.node(), EndpointConfig{})
+	cl := n.client("10.0.0.2:5000", f.node(), EndpointConfig{InsecureCleartext: true})
 	n.runUntil(120, "connect", func() bool { f.serve(); return isConnected(cl)() })
 	if err := cl.ep.Resume(n.now, nil); err != nil {
 		t.Fatal(err)
@@ -483,7 +501,7 @@ func TestResumeAcceptWithOtherLimits(t *testing.T) {
 	}
 	n.run(3)
 	f.serve()
-	if why := f.disconnects(t, 2); len(why) == 0 || why[0] != wire.DisconnectProtocolError {
+	if why := f.disconnects(t, 1); len(why) == 0 || why[0] != wire.DisconnectProtocolError {
 		t.Fatalf("server told %v under the new secret", why)
 	}
 }
@@ -511,9 +529,9 @@ func TestAdoptLimits(t *testing.T) {
 		if err := l.check(); err != nil {
 			t.Fatalf("%s: %v", sc.name, err)
 		}
-		var a wire.Accept
+		var a wire.AcceptBody
 		l.announce(&a)
-		b, _, err := wire.ParseAccept(wire.AppendAccept(nil, a))
+		b, _, err := wire.ParseAcceptBody(wire.AppendAcceptBody(nil, a))
 		if err != nil || limitsFromAccept(&b) != l {
 			t.Fatalf("%s: announced %v, read back %v (%v)", sc.name, l, limitsFromAccept(&b), err)
 		}

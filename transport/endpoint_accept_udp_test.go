@@ -135,6 +135,7 @@ func newUDPPair(t *testing.T, srvCfg, clCfg transport.EndpointConfig) *udpPair {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.srv.Close() })
+	clCfg.ServerKey = p.srv.PublicKey()
 	if p.cl, err = transport.Dial(cs, ss.LocalAddr(), clCfg, p.cLog, 0); err != nil {
 		cs.Close()
 		t.Fatal(err)

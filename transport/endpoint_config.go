@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/ecdh"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -196,12 +198,45 @@ type EndpointConfig struct {
 	// package was initialised, on the monotonic clock).
 	Clock func() time.Duration
 
-	// Rand is the source of session secrets, tokens, nonces, first seqs
-	// and keys. Default crypto/rand.Reader. Tests inject a seeded
-	// generator to be deterministic; production code must leave it nil or
-	// use a cryptographic source, since the security of cookies, secrets
-	// and tokens rests on it.
+	// Rand is the source of handshake nonces, cookie and token keys,
+	// session tokens and first seqs. Default crypto/rand.Reader. Tests
+	// inject a seeded generator to be deterministic; production code must
+	// leave it nil or use a cryptographic source, since the security of
+	// cookies and tokens rests on it. Key material — ephemeral X25519
+	// keys, the server randomness of every session secret, a generated
+	// PrivateKey — always comes from crypto/rand, whatever Rand is, so
+	// that no seeded or restarted generator can make two sessions share
+	// keys (docs/WIRE.md §13.8).
 	Rand io.Reader
+
+	// PrivateKey (server) is the server's static X25519 key
+	// (ecdh.X25519()): the handshake proves to every client that the
+	// server holds it (docs/WIRE.md §9). Clients pin its public key
+	// (ServerKey): give them Endpoint.PublicKey, or keep the key in a file
+	// (`tickwire server --key`). Default: Listen generates a fresh one, good
+	// for an in-process client or a server whose key is logged at start.
+	// It must be an X25519 key.
+	PrivateKey *ecdh.PrivateKey
+	// ServerKey (client) is the server's pinned static public key
+	// (ecdh.X25519()). A client accepts only an Accept made with its
+	// private key, so an on-path attacker cannot stand in for the server.
+	// Required unless InsecureCleartext: Dial without it fails with
+	// ErrNoServerKey.
+	ServerKey *ecdh.PublicKey
+	// Cipher (client) is the AEAD that seals the session's datagrams:
+	// seal.AES128GCM (the zero value, the default; hardware-accelerated on
+	// amd64 and arm64) or seal.ChaCha20Poly1305 (for CPUs without AES
+	// instructions). The client asks for it in its ConnectResponse; the
+	// server takes the client's choice, so a server ignores this field.
+	Cipher seal.Suite
+	// InsecureCleartext (both) turns encryption off: session datagrams
+	// travel in the cleartext format of docs/WIRE.md §4, authenticated only
+	// by an 8-byte session secret that an on-path attacker reads, and the
+	// server is not authenticated (no ServerKey needed). For LAN tests and
+	// debugging with a packet capture only; never the default. Both ends
+	// must set it alike: a server refuses the other kind of client with
+	// wire.RejectCleartext.
+	InsecureCleartext bool
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -307,6 +342,12 @@ func (c EndpointConfig) Validate() error {
 		return bad("OutboxMessages %d not in [1, 1<<20]", c.OutboxMessages)
 	case c.OutboxBytes < 1<<10 || c.OutboxBytes > 1<<30:
 		return bad("OutboxBytes %d not in [1 KiB, 1 GiB]", c.OutboxBytes)
+	case c.Cipher > seal.ChaCha20Poly1305:
+		return bad("Cipher %d is neither seal.AES128GCM (0) nor seal.ChaCha20Poly1305 (1)", uint8(c.Cipher))
+	case c.PrivateKey != nil && c.PrivateKey.Curve() != ecdh.X25519():
+		return bad("PrivateKey on %v, want an X25519 key", c.PrivateKey.Curve())
+	case c.ServerKey != nil && c.ServerKey.Curve() != ecdh.X25519():
+		return bad("ServerKey on %v, want an X25519 key", c.ServerKey.Curve())
 	}
 	return nil
 }
@@ -342,7 +383,7 @@ func limitsOf(c Config) sharedLimits {
 // announce writes l into a's limit fields. l comes from a validated
 // config, so every value fits its field (EndpointConfig.Validate bounds
 // the two that Config does not).
-func (l sharedLimits) announce(a *wire.Accept) {
+func (l sharedLimits) announce(a *wire.AcceptBody) {
 	a.MTU = uint16(l.MTU)
 	a.MaxMessage = uint32(l.MaxMessageSize)
 	a.ReliableBytes = uint32(l.ReliableBytes)
@@ -353,7 +394,7 @@ func (l sharedLimits) announce(a *wire.Accept) {
 }
 
 // limitsFromAccept returns the limits an Accept announces.
-func limitsFromAccept(a *wire.Accept) sharedLimits {
+func limitsFromAccept(a *wire.AcceptBody) sharedLimits {
 	return sharedLimits{
 		MTU:              int(a.MTU),
 		MaxMessageSize:   int(a.MaxMessage),
@@ -365,7 +406,7 @@ func limitsFromAccept(a *wire.Accept) sharedLimits {
 	}
 }
 
-// String lists the limits as "MTU 1200, MaxMessageSize 299362, …".
+// String lists the limits as "MTU 1200, MaxMessageSize 296812, …".
 func (l sharedLimits) String() string {
 	return fmt.Sprintf("MTU %d, MaxMessageSize %d, ReliableBytes %d, MaxPartial %d, ReliableWindow %d, SequencedStreams %d, OrderedStreams %d",
 		l.MTU, l.MaxMessageSize, l.ReliableBytes, l.MaxPartial, l.ReliableWindow, l.SequencedStreams, l.OrderedStreams)

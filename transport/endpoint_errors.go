@@ -57,6 +57,13 @@ var (
 	// derived from a partial read.
 	ErrRandom = errors.New("transport: random source failed")
 
+	// ErrNoServerKey: Dial without EndpointConfig.ServerKey, the server's
+	// public key the client pins, and without InsecureCleartext. Set
+	// ServerKey (Endpoint.PublicKey of an in-process server, or the key
+	// `tickwire server` prints), or InsecureCleartext on both ends for a
+	// LAN test.
+	ErrNoServerKey = errors.New("transport: Dial needs EndpointConfig.ServerKey (the server's X25519 public key) or InsecureCleartext")
+
 	// ErrPublished: an expvar variable of that name already exists.
 	ErrPublished = errors.New("transport: expvar name already published")
 )

@@ -1,6 +1,9 @@
 package transport
 
 import (
+	"bytes"
+	"crypto/ecdh"
+	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/transport/simlink"
 	"github.com/tickwire/tickwire/transport/socket"
 	"github.com/tickwire/tickwire/wire"
@@ -151,6 +155,7 @@ type epNet struct {
 	now   time.Duration
 	nodes []*node
 	raws  []*rawPeer
+	pumps []func() // run at the start of every step (an on-path interposer)
 }
 
 func newEpNet(t testing.TB, seed uint64, l simlink.LinkConfig) *epNet {
@@ -202,6 +207,9 @@ func (n *epNet) client(addr string, srv *node, cfg EndpointConfig) *node {
 	if cfg.Rand == nil {
 		cfg.Rand = seededRand(n.seed, addr)
 	}
+	if cfg.ServerKey == nil && !cfg.InsecureCleartext && srv.ep != nil {
+		cfg.ServerKey = srv.ep.PublicKey() // pinned, as a real client would
+	}
 	nd := &node{name: "client " + addr, conn: conn, rec: newRecorder(n.t, "client "+addr, &n.now)}
 	ep, err := Dial(conn, srv.conn.LocalAddr(), cfg, nd.rec, n.now)
 	if err != nil {
@@ -215,6 +223,9 @@ func (n *epNet) client(addr string, srv *node, cfg EndpointConfig) *node {
 // step runs one tick: every node polls, then every node flushes, then the
 // clock advances.
 func (n *epNet) step() {
+	for _, f := range n.pumps {
+		f()
+	}
 	for _, nd := range n.nodes {
 		if !nd.deaf {
 			if err := nd.ep.Poll(n.now); err != nil {
@@ -265,16 +276,31 @@ func isConnected(nd *node) func() bool {
 
 // rawPeer is a socket that speaks the handshake by hand: the attacker, or a
 // client under a test's full control.
+//
+// It runs the real key exchange (handshake): after an Accept, secret,
+// sess and body hold the session's keys and the opened Accept body, so a
+// test can speak in the session (datagram) or resume it with a proof.
 type rawPeer struct {
 	t      testing.TB
 	conn   *simlink.Conn
 	server netip.AddrPort
 	in     []socket.Message
 	got    [][]byte
+
+	serverKey *ecdh.PublicKey // nil: the server runs InsecureCleartext
+	eph       *ecdh.PrivateKey
+	resp      []byte // the last ConnectResponse sent by handshake
+	keyed     bool   // secret, sess and body are set
+	secret    seal.Secret
+	sess      *seal.Session
+	body      wire.AcceptBody
 }
 
 func (n *epNet) raw(addr string, srv *node) *rawPeer {
 	r := &rawPeer{t: n.t, conn: n.listen(addr), server: srv.conn.LocalAddr()}
+	if srv.ep != nil && !srv.ep.cfg.InsecureCleartext {
+		r.serverKey = srv.ep.PublicKey()
+	}
 	r.in = make([]socket.Message, socket.IdealBatchSize)
 	for i := range r.in {
 		r.in[i].Buf = make([]byte, MaxMTU+1)
@@ -326,12 +352,108 @@ func rawRequest(nonce uint64) []byte {
 	return wire.AppendConnectRequest(nil, wire.ConnectRequest{Version: wire.ProtocolVersion, Nonce: nonce})
 }
 
+// rawEph is the ephemeral key of the raw ConnectResponses below: a valid
+// X25519 key whose private half no test uses.
+var rawEph = func() wire.PublicKey {
+	k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		panic(err)
+	}
+	return wire.PublicKey(k.PublicKey().Bytes())
+}()
+
 func rawResponse(nonce uint64, c wire.Cookie) []byte {
-	return wire.AppendConnectResponse(nil, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: nonce, Cookie: c})
+	return wire.AppendConnectResponse(nil, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: nonce, Cookie: c, Ephemeral: rawEph})
 }
 
 func rawResumeResponse(nonce uint64, c wire.Cookie, tok wire.Token) []byte {
-	return wire.AppendConnectResponse(nil, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: nonce, Cookie: c, Resume: true, Token: tok})
+	return wire.AppendConnectResponse(nil, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: nonce, Cookie: c, Resume: true, Token: tok, Ephemeral: rawEph})
+}
+
+// response builds r's ConnectResponse with a fresh ephemeral key and, for
+// a resume (tok not nil) by a peer holding keys, the proof of its secret.
+func (r *rawPeer) response(nonce uint64, c wire.Cookie, tok *wire.Token) []byte {
+	k, err := ecdh.X25519().GenerateKey(crand.Reader)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eph = k
+	q := wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: nonce, Cookie: c, Cleartext: r.serverKey == nil,
+		Ephemeral: wire.PublicKey(k.PublicKey().Bytes())}
+	if tok != nil {
+		q.Resume, q.Token = true, *tok
+	}
+	b := wire.AppendConnectResponse(nil, q)
+	if tok != nil && r.keyed {
+		proof := resumeProof(&r.secret, b)
+		copy(b[wire.ConnectResponseProofOff:], proof[:])
+	}
+	r.resp = b
+	return b
+}
+
+// accepted runs the client's half of the key exchange on an Accept for
+// r.resp and keeps the keys; false if the Accept does not authenticate.
+func (r *rawPeer) accepted(accept []byte) bool {
+	a, _, err := wire.ParseAccept(accept)
+	if err != nil {
+		return false
+	}
+	var es []byte
+	if r.serverKey != nil {
+		if es, err = staticDH(r.eph, r.serverKey.Bytes()); err != nil {
+			return false
+		}
+	}
+	var old *seal.Secret
+	if q, _, _ := wire.ParseConnectResponse(r.resp); r.keyed && q.Resume {
+		old = &r.secret
+	}
+	ikm, err := handshakeIKM(r.eph, a.Ephemeral[:], es, old)
+	if err != nil {
+		return false
+	}
+	th := transcript(r.resp, accept[:wire.AcceptHeaderLen])
+	secret, err := seal.DeriveSecret(ikm, a.ServerRandom[:], th[:])
+	if err != nil {
+		return false
+	}
+	var plain [wire.AcceptBodyLen]byte
+	if !openAcceptBody(&secret, accept[:wire.AcceptHeaderLen], &a.Body, &plain) {
+		return false
+	}
+	if r.body, _, err = wire.ParseAcceptBody(plain[:]); err != nil {
+		return false
+	}
+	r.secret, r.keyed = secret, true
+	r.sess = nil
+	if r.serverKey != nil {
+		if r.sess, err = seal.New(seal.Config{}, seal.Client, &secret); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return true
+}
+
+// wireSecret is the cleartext session secret of r's session.
+func (r *rawPeer) wireSecret() [8]byte { return [8]byte(r.secret[:8]) }
+
+// datagram returns a session datagram of r's session carrying a channel
+// header with seq and one unreliable frame with payload: sealed, or with
+// the cleartext header if the server runs InsecureCleartext.
+func (r *rawPeer) datagram(seq wire.Seq, payload []byte) []byte {
+	r.t.Helper()
+	if r.sess == nil {
+		return sessionDatagram(r.wireSecret(), seq, payload)
+	}
+	b := make([]byte, seal.HeaderLen, MaxMTU)
+	b = wire.AppendChannelHeader(b, wire.ChannelHeader{Seq: seq, NoAck: true})
+	b = wire.AppendUnreliableFrame(b, wire.UnreliableFrame{Payload: payload})
+	b, err := r.sess.Seal(b)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
 }
 
 // handshake runs a raw handshake with nonce (and a resume token if tok is
@@ -339,11 +461,11 @@ func rawResumeResponse(nonce uint64, c wire.Cookie, tok wire.Token) []byte {
 func (n *epNet) handshake(r *rawPeer, nonce uint64, tok *wire.Token) []byte {
 	n.t.Helper()
 	r.take()
+	q := wire.ConnectRequest{Version: wire.ProtocolVersion, Nonce: nonce, Cleartext: r.serverKey == nil}
 	if tok != nil {
-		r.send(wire.AppendConnectRequest(nil, wire.ConnectRequest{Version: wire.ProtocolVersion, Nonce: nonce, Resume: true, Token: *tok}))
-	} else {
-		r.send(rawRequest(nonce))
+		q.Resume, q.Token = true, *tok
 	}
+	r.send(wire.AppendConnectRequest(nil, q))
 	var ch []byte
 	n.runUntil(120, "challenge", func() bool {
 		ch = lastOf(r.got, wire.KindChallenge)
@@ -357,11 +479,7 @@ func (n *epNet) handshake(r *rawPeer, nonce uint64, tok *wire.Token) []byte {
 		n.t.Fatal(err)
 	}
 	r.take()
-	if tok != nil {
-		r.send(rawResumeResponse(nonce, c.Cookie, *tok))
-	} else {
-		r.send(rawResponse(nonce, c.Cookie))
-	}
+	r.send(r.response(nonce, c.Cookie, tok))
 	var reply []byte
 	n.runUntil(120, "accept or reject", func() bool {
 		reply = lastOf(r.got, wire.KindAccept)
@@ -371,6 +489,9 @@ func (n *epNet) handshake(r *rawPeer, nonce uint64, tok *wire.Token) []byte {
 		return reply != nil
 	})
 	r.take()
+	if reply != nil && reply[0] == byte(wire.KindAccept) && !r.accepted(reply) {
+		n.t.Fatal("raw handshake: the Accept does not authenticate")
+	}
 	return reply
 }
 

@@ -67,9 +67,68 @@ func (r MalformedReason) String() string {
 	return fmt.Sprintf("MalformedReason(%d)", uint8(r))
 }
 
+// SealDropReason says why the endpoint dropped a sealed session datagram
+// (docs/WIRE.md §13) of a session at its source address before any of it
+// reached the channel (EndpointStats.SealDrops). Each is one of
+// seal.Session.Open's refusals, except SealDropCleartext.
+type SealDropReason uint8
+
+// The seal drop reasons.
+const (
+	// SealDropShort: shorter than the 19 bytes of header and tag
+	// (seal.ErrShort): truncated.
+	SealDropShort SealDropReason = iota
+	// SealDropMalformed: a sealed kind byte with a reserved bit set
+	// (seal.ErrMalformed). Defence in depth: the dispatcher sends only
+	// the kinds 0x80 and 0x81 to Open and drops the others as
+	// Malformed(MalformedKind) first.
+	SealDropMalformed
+	// SealDropAuth: the tag did not verify — tampered, truncated, sealed
+	// under another key (another session, a forgery), or a packet number
+	// too far away to reconstruct (seal.ErrAuth). Costs one AEAD open.
+	SealDropAuth
+	// SealDropReplayed: a packet number already opened (seal.ErrReplayed).
+	SealDropReplayed
+	// SealDropTooOld: a packet number below the 8128-wide replay window
+	// (seal.ErrTooOld): reordered beyond the window.
+	SealDropTooOld
+	// SealDropKeyPhase: the key phase of a key generation already
+	// discarded (seal.ErrKeyPhase).
+	SealDropKeyPhase
+	// SealDropIntegrityLimit: the session reached its cipher's integrity
+	// limit of forgeries (seal.ErrIntegrityLimit); the session is ended
+	// with wire.DisconnectProtocolError.
+	SealDropIntegrityLimit
+	// SealDropCleartext: a cleartext session datagram (kind 0x06) at an
+	// encrypted endpoint, or a sealed one at an InsecureCleartext
+	// endpoint.
+	SealDropCleartext
+
+	sealDropReasons = iota
+)
+
+var sealDropNames = [sealDropReasons]string{
+	SealDropShort:          "short",
+	SealDropMalformed:      "malformed",
+	SealDropAuth:           "auth",
+	SealDropReplayed:       "replayed",
+	SealDropTooOld:         "too old",
+	SealDropKeyPhase:       "key phase",
+	SealDropIntegrityLimit: "integrity limit",
+	SealDropCleartext:      "cleartext",
+}
+
+// String returns the reason's name.
+func (r SealDropReason) String() string {
+	if int(r) < sealDropReasons {
+		return sealDropNames[r]
+	}
+	return fmt.Sprintf("SealDropReason(%d)", uint8(r))
+}
+
 // Array sizes of the per-reason counters: every named reason.
 const (
-	rejectReasons     = int(wire.RejectShuttingDown) + 1
+	rejectReasons     = int(wire.RejectHandshake) + 1
 	disconnectReasons = int(wire.DisconnectStalled) + 1
 )
 
@@ -126,9 +185,28 @@ type EndpointStats struct {
 	// waits in the outbox for a later Flush.
 	OutboxDropped uint64
 
+	// Handshake keys. AcceptForged (client): Accepts with the right nonce
+	// whose sealed body did not open — not made by the holder of the
+	// pinned server key — ignored while the handshake goes on.
+	// ResumeProofFailed (server): resumes naming a live session's token
+	// whose proof of its secret did not verify (refused, the session
+	// untouched). KeyExchangeFailed: X25519 with a peer's key of low
+	// order.
+	AcceptForged      uint64
+	ResumeProofFailed uint64
+	KeyExchangeFailed uint64
+
+	// Sealed session datagrams (docs/WIRE.md §13): Sealed sent, Opened
+	// authenticated and decrypted; the refused by reason: SealDrops.
+	Sealed, Opened uint64
+	sealDrops      [sealDropReasons]uint64
+	// KeyUpdates counts the key generations the endpoint's sessions moved
+	// to, sending and receiving.
+	KeyUpdates uint64
+
 	// Session datagrams dropped before they reach a channel (S-E2).
 	UnknownSource  uint64 // no session at the source address
-	WrongSecret    uint64 // session at the address, wrong secret
+	WrongSecret    uint64 // session at the address, wrong secret (InsecureCleartext)
 	PeerOverBudget uint64 // authenticated, past the peer's PeerDatagramsPerPoll in one Poll
 
 	malformed [malformedReasons]uint64 // by MalformedReason: Malformed
@@ -168,6 +246,18 @@ func (s EndpointStats) Malformed(r MalformedReason) uint64 {
 
 // MalformedTotal counts every datagram dropped as malformed.
 func (s EndpointStats) MalformedTotal() uint64 { return sum(s.malformed[:]) }
+
+// SealDrops counts the sealed session datagrams dropped for reason r,
+// before any of them reached a channel.
+func (s EndpointStats) SealDrops(r SealDropReason) uint64 {
+	if int(r) >= sealDropReasons {
+		return 0
+	}
+	return s.sealDrops[r]
+}
+
+// SealDropsTotal counts every sealed session datagram dropped.
+func (s EndpointStats) SealDropsTotal() uint64 { return sum(s.sealDrops[:]) }
 
 // Disconnects counts the sessions that ended with reason r; reasons this
 // build does not name count under 0.
@@ -209,11 +299,13 @@ func (s EndpointStats) MarshalJSON() ([]byte, error) {
 		Rejects     map[string]uint64
 		Malformed   map[string]uint64
 		Disconnects map[string]uint64
+		SealDrops   map[string]uint64
 	}{
 		fields(s),
 		byName(rejectReasons, func(i int) uint64 { return s.rejects[i] }, func(i int) string { return wire.RejectReason(i).String() }),
 		byName(malformedReasons, func(i int) uint64 { return s.malformed[i] }, func(i int) string { return MalformedReason(i).String() }),
 		byName(disconnectReasons, func(i int) uint64 { return s.disconnects[i] }, func(i int) string { return wire.DisconnectReason(i).String() }),
+		byName(sealDropReasons, func(i int) uint64 { return s.sealDrops[i] }, func(i int) string { return SealDropReason(i).String() }),
 	})
 }
 

@@ -51,7 +51,8 @@ func Example_embed() {
 		panic(err)
 	}
 	c := printer{got: make(chan string, 1)}
-	client, err := transport.DialContext(ctx, clientSock, serverSock.LocalAddr(), transport.EndpointConfig{}, c)
+	client, err := transport.DialContext(ctx, clientSock, serverSock.LocalAddr(),
+		transport.EndpointConfig{ServerKey: server.PublicKey()}, c) // pin the server's key
 	if err != nil {
 		panic(err) // after HandshakeTimeout (5 s) or when ctx ends
 	}

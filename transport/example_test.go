@@ -63,7 +63,7 @@ func Example() {
 	defer server.Close()
 
 	c := &player{}
-	client, err := transport.Dial(clientSock, serverSock.LocalAddr(), transport.EndpointConfig{}, c, transport.Now())
+	client, err := transport.Dial(clientSock, serverSock.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, c, transport.Now())
 	if err != nil {
 		panic(err)
 	}
@@ -121,7 +121,7 @@ func ExampleRun() {
 	dialCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	g := &greeter{done: make(chan struct{})}
-	client, err := transport.DialContext(dialCtx, clientSock, serverSock.LocalAddr(), transport.EndpointConfig{}, g)
+	client, err := transport.DialContext(dialCtx, clientSock, serverSock.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, g)
 	if err != nil {
 		panic(err)
 	}
@@ -175,7 +175,7 @@ func ExampleEndpoint_Send() {
 	if err != nil {
 		panic(err)
 	}
-	client, err := transport.DialContext(ctx, clientSock, serverSock.LocalAddr(), transport.EndpointConfig{}, nil)
+	client, err := transport.DialContext(ctx, clientSock, serverSock.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -192,7 +192,8 @@ func TestPeerIDsOnTheWire(t *testing.T) {
 			}
 			break
 		}
-		a, _, err := wire.ParseAccept(reply)
+		_, _, err := wire.ParseAccept(reply)
+		a := r.body // opened by the raw handshake
 		if err != nil || seen[a.PeerID] || a.PeerID > wire.MaxPeerID {
 			t.Fatalf("client %d: id %d, %v", i, a.PeerID, err)
 		}
@@ -220,12 +221,15 @@ func TestPeerIDsOnTheWire(t *testing.T) {
 }
 
 // S-E4: a client refuses an Accept naming peer id 254 or 255 (provenance
-// markers) before creating any state, and keeps no session.
+// markers) before creating any state, and keeps no session. The hostile
+// server runs the real key exchange without a static key, so the client
+// is in InsecureCleartext mode (an encrypted client would not even open
+// the body: see TestOnPathImpersonation).
 func TestClientRefusesProvenancePeerID(t *testing.T) {
 	for _, id := range []uint8{254, 255} {
 		n := newEpNet(t, 23, epLink(5, 0, 0))
 		fake := n.listen("10.0.0.1:9000") // a hostile server
-		cl := n.client("10.0.0.2:5000", &node{conn: fake}, EndpointConfig{HandshakeTimeout: 2 * time.Second})
+		cl := n.client("10.0.0.2:5000", &node{conn: fake}, EndpointConfig{HandshakeTimeout: 2 * time.Second, InsecureCleartext: true})
 		in := make([]socket.Message, 8)
 		for i := range in {
 			in[i].Buf = make([]byte, MaxMTU)
@@ -241,7 +245,11 @@ func TestClientRefusesProvenancePeerID(t *testing.T) {
 					reply = wire.AppendChallenge(nil, wire.Challenge{Nonce: r.Nonce})
 				case wire.KindConnectResponse:
 					r, _, _ := wire.ParseConnectResponse(b)
-					reply = wire.AppendAccept(nil, wire.Accept{Nonce: r.Nonce, PeerID: id, Secret: 1, MTU: DefaultMTU, MaxMessage: 1000})
+					a, _, err := makeAccept(nil, &r, b, wire.AcceptBody{PeerID: id, MTU: DefaultMTU, MaxMessage: 1000}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reply = a[:]
 				}
 				fake.WriteBatch([]socket.Message{{Buf: reply, N: len(reply), Addr: m.Addr}})
 			}

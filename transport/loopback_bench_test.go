@@ -43,7 +43,7 @@ func BenchmarkLoopbackReliable(b *testing.B) {
 			}
 			defer srv.Close()
 			start := time.Now()
-			cli, err := transport.Dial(cs, ss.LocalAddr(), transport.EndpointConfig{}, cliH, 0)
+			cli, err := transport.Dial(cs, ss.LocalAddr(), transport.EndpointConfig{ServerKey: srv.PublicKey()}, cliH, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

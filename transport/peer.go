@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -129,13 +130,22 @@ func (s *PeerState) UnmarshalText(b []byte) error {
 // valid as a value after its session ends (State() == PeerClosed) but
 // carries no more traffic.
 type Peer struct {
-	ep     *Endpoint
-	id     uint8
-	addr   netip.AddrPort
-	ch     *Channel
-	state  PeerState
-	secret [8]byte // little-endian, as on the wire
-	token  wire.Token
+	ep    *Endpoint
+	id    uint8
+	addr  netip.AddrPort
+	ch    *Channel
+	state PeerState
+	// secret is the session's master secret (seal.DeriveSecret of the last
+	// handshake); sess seals and opens its datagrams (nil in
+	// InsecureCleartext, where wireSecret, secret's first 8 bytes, is
+	// the cleartext session header's secret).
+	secret     seal.Secret
+	sess       *seal.Session
+	wireSecret [8]byte
+	// prevSecret is the secret the last resume replaced, the one a
+	// client that lost that resume's Accept still holds (see prevToken).
+	prevSecret seal.Secret
+	token      wire.Token
 	// prevToken is the token the last resume replaced, still honoured
 	// (prevLive) until a datagram under the new secret shows the client
 	// got that resume's Accept: a client whose Accept was lost retries
@@ -150,6 +160,9 @@ type Peer struct {
 	why       wire.DisconnectReason
 	remote    bool // a Disconnect frame arrived; why holds its reason
 	wasLive   bool // closing from a connected state: frames worth sending
+	// sealFailed: Seal refused a datagram (packet numbers exhausted); the
+	// session ends at the next Flush.
+	sealFailed bool
 	// Session datagrams handled in the Poll numbered pollSeq (server).
 	pollSeq  uint64
 	pollUsed int
@@ -180,12 +193,26 @@ func (p *Peer) Stats() ChannelStats { return p.ch.Stats() }
 // peer that passed the session check.
 func (p *Peer) LastReceived() time.Duration { return p.lastRx }
 
-// setSecret records the session secret the endpoint checks on arrival and
-// has the channel stamp it on departure.
-func (p *Peer) setSecret(s uint64) {
-	binary.LittleEndian.PutUint64(p.secret[:], s)
+// install gives p a new session secret and its seal.Session (nil in
+// InsecureCleartext): the keys of every datagram from now on. The channel
+// stamps the secret's first 8 bytes on cleartext datagrams. The replaced
+// session's key updates are added to the endpoint's count.
+func (e *Endpoint) install(p *Peer, secret *seal.Secret, sess *seal.Session) {
+	e.retire(p)
+	p.secret, p.sess = *secret, sess
+	copy(p.wireSecret[:], secret[:8])
 	if p.ch != nil {
-		p.ch.SetSecret(s)
+		p.ch.SetSecret(binary.LittleEndian.Uint64(p.wireSecret[:]))
+	}
+}
+
+// retire adds the key updates of p's seal.Session to the endpoint's
+// counters before the session is replaced or ends.
+func (e *Endpoint) retire(p *Peer) {
+	if p.sess != nil {
+		st := p.sess.Stats()
+		e.stats.KeyUpdates += st.KeyUpdatesSent + st.KeyUpdatesReceived
+		p.sess = nil
 	}
 }
 

@@ -47,7 +47,9 @@ func TestPollDrainsPastShortBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := transport.Dial(cs, ss.LocalAddr(), cfg, transport.NopHandler{}, time.Since(start))
+		ccfg := cfg
+		ccfg.ServerKey = server.PublicKey()
+		c, err := transport.Dial(cs, ss.LocalAddr(), ccfg, transport.NopHandler{}, time.Since(start))
 		if err != nil {
 			t.Fatal(err)
 		}

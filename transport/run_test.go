@@ -2,6 +2,8 @@ package transport_test
 
 import (
 	"context"
+	"crypto/ecdh"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -51,7 +53,7 @@ func TestDialContextDeadPort(t *testing.T) {
 	dead := deadPort(t)
 	conn := openUDP(t)
 	start := time.Now()
-	e, err := transport.DialContext(context.Background(), conn, dead, transport.EndpointConfig{HandshakeTimeout: limit}, nil)
+	e, err := transport.DialContext(context.Background(), conn, dead, transport.EndpointConfig{HandshakeTimeout: limit, ServerKey: anyKey(t)}, nil)
 	took := time.Since(start)
 	if e != nil || !errors.Is(err, transport.ErrHandshakeTimeout) {
 		t.Fatalf("DialContext: %v, %v", e, err)
@@ -88,7 +90,7 @@ func TestDialContextEndsWithContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err := transport.DialContext(ctx, openUDP(t), dead, transport.EndpointConfig{}, nil) // HandshakeTimeout 5 s
+		_, err := transport.DialContext(ctx, openUDP(t), dead, transport.EndpointConfig{ServerKey: anyKey(t)}, nil) // HandshakeTimeout 5 s
 		took := time.Since(start)
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, transport.ErrHandshakeTimeout) {
 			t.Fatalf("%v", err)
@@ -107,7 +109,7 @@ func TestDialContextEndsWithContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		start := time.Now()
-		_, err := transport.DialContext(ctx, openUDP(t), dead, transport.EndpointConfig{}, nil)
+		_, err := transport.DialContext(ctx, openUDP(t), dead, transport.EndpointConfig{ServerKey: anyKey(t)}, nil)
 		took := time.Since(start)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("%v", err)
@@ -206,7 +208,7 @@ func TestSendFromGoroutines(t *testing.T) {
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- transport.Run(ctx, server, transport.RunConfig{}) }()
 
-	client, err := transport.DialContext(ctx, openUDP(t), server.LocalAddr(), transport.EndpointConfig{OutboxMessages: 64}, clH)
+	client, err := transport.DialContext(ctx, openUDP(t), server.LocalAddr(), transport.EndpointConfig{OutboxMessages: 64, ServerKey: server.PublicKey()}, clH)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func TestRunShutdown(t *testing.T) {
 	defer stopServer()
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- transport.Run(srvCtx, server, transport.RunConfig{Tick: 5 * time.Millisecond}) }()
-	client, err := transport.DialContext(context.Background(), openUDP(t), server.LocalAddr(), transport.EndpointConfig{}, clH)
+	client, err := transport.DialContext(context.Background(), openUDP(t), server.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, clH)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,6 +327,7 @@ func TestRunRefuses(t *testing.T) {
 		{"drain", transport.RunConfig{Drain: -1}, transport.EndpointConfig{}, 0, "RunConfig.Drain -1ns"},
 		{"clock", transport.RunConfig{}, transport.EndpointConfig{Clock: func() time.Duration { return time.Second }}, time.Hour, "Clock reads 1s, behind the 1h0m0s"},
 	} {
+		tc.ecfg.ServerKey = anyKey(t)
 		e, err := transport.Dial(openUDP(t), deadPort(t), tc.ecfg, nil, tc.now)
 		if err != nil {
 			t.Fatal(err)
@@ -353,7 +356,7 @@ func TestResumeMovesWait(t *testing.T) {
 	go func() { srvDone <- transport.Run(ctx, server, transport.RunConfig{}) }()
 	defer func() { cancel(); <-srvDone }()
 	clH := newTally()
-	client, err := transport.DialContext(ctx, openUDP(t), server.LocalAddr(), transport.EndpointConfig{}, clH)
+	client, err := transport.DialContext(ctx, openUDP(t), server.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, clH)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,4 +381,14 @@ func TestResumeMovesWait(t *testing.T) {
 	if client.Stats().Resumes != 1 {
 		t.Fatalf("%d resumes", client.Stats().Resumes)
 	}
+}
+
+// anyKey returns a fresh X25519 public key, for a client of a server that
+// is not there.
+func anyKey(t testing.TB) *ecdh.PublicKey {
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.PublicKey()
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tickwire/tickwire/transport/seal"
 	"github.com/tickwire/tickwire/transport/socket"
 	"github.com/tickwire/tickwire/wire"
 )
@@ -22,10 +23,13 @@ func sessionDatagram(secret [8]byte, seq wire.Seq, payload []byte) []byte {
 // valid secret copied from another session — or from the session's address
 // with a wrong secret, never reaches channel state; each is counted. A
 // genuine one still does.
+//
+// This is the cleartext session format (InsecureCleartext); the sealed
+// one's checks are TestOnPathAttacker's.
 func TestSessionDatagramChecks(t *testing.T) {
 	n := newEpNet(t, 30, epLink(5, 0, 0))
-	srv := n.server("10.0.0.1:9000", EndpointConfig{})
-	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{})
+	srv := n.server("10.0.0.1:9000", EndpointConfig{InsecureCleartext: true})
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{InsecureCleartext: true})
 	n.runUntil(120, "connect", isConnected(cl))
 	n.run(30)
 	cl.silent = true // from now on only the test's datagrams reach the server
@@ -36,9 +40,9 @@ func TestSessionDatagramChecks(t *testing.T) {
 
 	att := n.raw("10.0.0.66:4000", srv)
 	for i := range 10 {
-		att.send(sessionDatagram(sp.secret, wire.Seq(5000+i), msg)) // right secret, wrong address
+		att.send(sessionDatagram(sp.wireSecret, wire.Seq(5000+i), msg)) // right secret, wrong address
 	}
-	wrong := sp.secret
+	wrong := sp.wireSecret
 	wrong[7] ^= 0x40
 	var batch []socket.Message
 	for i := range 10 {
@@ -75,7 +79,7 @@ func TestSessionDatagramChecks(t *testing.T) {
 	cs := cl.ep.Stats()
 	cp := cl.ep.Remote()
 	att.server = cl.conn.LocalAddr()
-	att.send(sessionDatagram(cp.secret, 1, msg))
+	att.send(sessionDatagram(cp.wireSecret, 1, msg))
 	n.run(3)
 	if cl.ep.Stats().UnknownSource != cs.UnknownSource+1 {
 		t.Fatal("client accepted a session datagram from a stranger")
@@ -86,7 +90,8 @@ func TestSessionDatagramChecks(t *testing.T) {
 // drops before any channel sees it.
 func drops(s EndpointStats) uint64 {
 	d := s.UnknownSource + s.WrongSecret + s.StrayReplies + s.RateLimited + s.RateLimitedGlobal +
-		s.BadCookie + s.ExpiredCookie + s.ForeignVersion
+		s.BadCookie + s.ExpiredCookie + s.ForeignVersion + s.SealDropsTotal() + s.AcceptForged +
+		s.ResumeProofFailed + s.KeyExchangeFailed
 	return d + s.MalformedTotal() - s.Malformed(MalformedChannel)
 }
 
@@ -121,7 +126,7 @@ func TestRandomDatagramsCounted(t *testing.T) {
 		}
 		return b
 	}
-	for _, kind := range []byte{0, 1, 2, 3, 4, 5, 6, 7, 0x42, 0xff} {
+	for _, kind := range []byte{0, 1, 2, 3, 4, 5, 6, 7, 0x42, 0x80, 0x81, 0x82, 0xff} {
 		for _, target := range []*node{srv, pending} {
 			from := stranger
 			if target == pending {
@@ -148,20 +153,21 @@ func TestRandomDatagramsCounted(t *testing.T) {
 		t.Fatal("random datagrams created sessions")
 	}
 
-	// Random session datagrams behind a valid header, from the peer.
+	// Random session datagrams sealed under the session's keys (the
+	// client's own seal.Session, so its packet numbers stay in order),
+	// from the peer: they authenticate and reach the channel.
 	before, beforeEp := sp.Stats(), srv.ep.Stats()
 	const k = 2000
 	for i := range k {
 		if i%500 == 0 {
 			srv.ep.pollSeq++ // as a new Poll would: stay within the peer's budget
 		}
-		b := random(byte(wire.KindSession))
-		b = b[:min(len(b), MaxMTU)]
-		if len(b) < wire.SessionHeaderLen {
-			b = append(b, make([]byte, wire.SessionHeaderLen-len(b))...)
+		b := random(0)
+		b = append(make([]byte, seal.HeaderLen, MaxMTU), b[:min(len(b), MaxMTU-seal.Overhead)]...)
+		b, err := cl.ep.Remote().sess.Seal(b)
+		if err != nil {
+			t.Fatal(err)
 		}
-		b[0] = byte(wire.KindSession)
-		copy(b[1:], sp.secret[:])
 		srv.ep.handle(n.now, sp.Addr(), b)
 	}
 	after, afterEp := sp.Stats(), srv.ep.Stats()
@@ -210,7 +216,7 @@ func TestForgedRepliesIgnored(t *testing.T) {
 		for _, b := range [][]byte{
 			wire.AppendReject(nil, wire.Reject{Nonce: i, Reason: wire.RejectServerFull}),
 			wire.AppendChallenge(nil, wire.Challenge{Nonce: i}),
-			wire.AppendAccept(nil, wire.Accept{Nonce: i, PeerID: 9, Secret: 1, MTU: DefaultMTU, MaxMessage: 100}),
+			wire.AppendAccept(nil, wire.Accept{Nonce: i, Ephemeral: rawEph}),
 		} {
 			forged = append(forged, socket.Message{Buf: b, N: len(b), Addr: cl.conn.LocalAddr()})
 		}
@@ -314,37 +320,43 @@ func TestPeerDatagramBudget(t *testing.T) {
 }
 
 // A client whose resume Accept was lost retries with the token it has —
-// with a new nonce, from yet another address (NAT rebinding) — and gets
-// that resume's secret and token again instead of RejectExpiredToken (the
-// conformance harness found clients ended that way after two rebinds);
-// once it speaks under the new secret, the replaced token is spent.
+// with a new nonce, from yet another address (NAT rebinding), proving the
+// secret it still holds, the one that resume replaced — and gets that
+// resume's token again, with keys of a fresh exchange, instead of
+// RejectExpiredToken (the conformance harness found clients ended that
+// way after two rebinds); once it speaks under the new keys, the replaced
+// token is spent.
 func TestResumeRetryAfterLostAccept(t *testing.T) {
 	n := newEpNet(t, 34, epLink(10, 0, 0))
 	srv := n.server("10.0.0.1:9000", EndpointConfig{})
 	first := n.raw("10.0.0.2:5000", srv)
-	a1, _, err := wire.ParseAccept(n.handshake(first, 1, nil))
-	if err != nil {
+	if _, _, err := wire.ParseAccept(n.handshake(first, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
+	a1, s1 := first.body, first.secret
+	// The same client at a new address: it holds the session's keys.
 	second := n.raw("10.0.0.3:5000", srv)
-	a2, _, err := wire.ParseAccept(n.handshake(second, 2, &a1.Token)) // this Accept is "lost"
-	if err != nil || a2.Token == a1.Token || a2.Secret == a1.Secret {
-		t.Fatalf("first resume: %+v %v", a2, err)
+	second.keyed, second.secret = true, s1
+	if _, _, err := wire.ParseAccept(n.handshake(second, 2, &a1.Token)); err != nil { // this Accept is "lost"
+		t.Fatal(err)
+	}
+	a2, s2 := second.body, second.secret
+	if a2.Token == a1.Token || s2 == s1 {
+		t.Fatalf("first resume: %+v", a2)
 	}
 	third := n.raw("10.0.0.4:5000", srv)
-	a3, _, err := wire.ParseAccept(n.handshake(third, 3, &a1.Token))
-	if err != nil || a3.Token != a2.Token || a3.Secret != a2.Secret || a3.Nonce != 3 || a3.PeerID != a1.PeerID {
-		t.Fatalf("retry with the replaced token: %+v %v (want token and secret of %+v)", a3, err, a2)
+	third.keyed, third.secret = true, s1 // the client never got the second Accept
+	a3b, _, err := wire.ParseAccept(n.handshake(third, 3, &a1.Token))
+	a3, s3 := third.body, third.secret
+	if err != nil || a3.Token != a2.Token || s3 == s2 || s3 == s1 || a3b.Nonce != 3 || a3.PeerID != a1.PeerID {
+		t.Fatalf("retry with the replaced token: %+v %v (want token of %+v, new keys)", a3, err, a2)
 	}
 	sp := srv.ep.peers[a1.PeerID]
 	if sp.Addr() != third.conn.LocalAddr() || len(srv.rec.resumes) != 1 || len(srv.rec.connects) != 1 {
 		t.Fatalf("session at %v, resumes %d, connects %d", sp.Addr(), len(srv.rec.resumes), len(srv.rec.connects))
 	}
-	// The client speaks under the new secret: a standalone ack.
-	var d []byte
-	d = wire.AppendSessionHeader(d, wire.SessionHeader{Secret: a3.Secret})
-	d = wire.AppendChannelHeader(d, wire.ChannelHeader{Seq: 1, NoAck: true})
-	third.send(d)
+	// The client speaks under the new keys.
+	third.send(third.datagram(1, []byte("hi")))
 	n.runUntil(10, "the server hears the resumed client", func() bool { return !sp.prevLive })
 	rj, _, err := wire.ParseReject(n.handshake(n.raw("10.0.0.5:5000", srv), 4, &a1.Token))
 	if err != nil || rj.Reason != wire.RejectExpiredToken {

@@ -12,7 +12,11 @@ import (
 // (Channel.Stats) is a struct copy; they are not synchronised, so read them
 // on the channel's goroutine.
 type ChannelStats struct {
-	DatagramsSent     uint64
+	DatagramsSent uint64
+	// BytesSent counts the datagrams' bytes on the wire, sealing header and
+	// tag included; BytesReceived the bytes the channel received: after
+	// the session framing (the sealed header and tag, or the cleartext
+	// session header) is taken off.
 	BytesSent         uint64
 	AckOnlySent       uint64 // standalone acks: datagrams with no frames
 	UrgentAcks        uint64 // of those, sent at once by SendAck (AckDue)

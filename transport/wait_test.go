@@ -52,7 +52,7 @@ func TestWaitWakesForDatagramsAndWake(t *testing.T) {
 	}
 	h := &wakeCounter{got: make(chan string, 64)}
 	start := time.Now()
-	client, err := transport.Dial(cs, ss.LocalAddr(), transport.EndpointConfig{}, h, 0)
+	client, err := transport.Dial(cs, ss.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, h, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

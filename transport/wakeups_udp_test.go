@@ -63,7 +63,7 @@ func runWakePair(t *testing.T, rate int, window time.Duration) (srv, cli wakeCou
 	done := make(chan error, 2)
 	go func() { done <- transport.Run(ctx, server, transport.RunConfig{OnTick: ss.onTick}) }()
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	client, err := transport.DialContext(dctx, cs.conn, ss.conn.LocalAddr(), transport.EndpointConfig{}, clientSink{h: ch})
+	client, err := transport.DialContext(dctx, cs.conn, ss.conn.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, clientSink{h: ch})
 	dcancel()
 	if err != nil {
 		cancel()

@@ -129,8 +129,10 @@ func TestNoAllocs(t *testing.T) {
 			_, _, _ = ParseConnectResponse(b)
 		}},
 		{"accept", func() {
-			b := AppendAccept(buf[:0], Accept{PeerID: 3, Secret: 4, MTU: 1200, MaxMessage: 1 << 18, ReliableBytes: 1 << 20, MaxPartial: 8, ReliableWindow: 256, SequencedStreams: 4, OrderedStreams: 4})
+			b := AppendAccept(buf[:0], Accept{Nonce: 3})
 			_, _, _ = ParseAccept(b)
+			b = AppendAcceptBody(buf[:0], AcceptBody{PeerID: 3, MTU: 1200, MaxMessage: 1 << 18, ReliableBytes: 1 << 20, MaxPartial: 8, ReliableWindow: 256, SequencedStreams: 4, OrderedStreams: 4})
+			_, _, _ = ParseAcceptBody(b)
 		}},
 		{"reject", func() {
 			b := AppendReject(buf[:0], Reject{Nonce: 1, Reason: RejectServerFull})

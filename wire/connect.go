@@ -19,14 +19,18 @@ type ConnectRequest struct {
 	Version uint16
 	Nonce   uint64
 	Resume  bool
-	Token   Token
+	// Cleartext: the client runs in insecure mode and asks for cleartext
+	// session datagrams (flag bit 1), so a server that refuses them can
+	// say so before any work.
+	Cleartext bool
+	Token     Token
 }
 
 // AppendConnectRequest appends the 64-byte encoding of r to dst and returns
 // the extended slice. It allocates only if dst lacks capacity.
 func AppendConnectRequest(dst []byte, r ConnectRequest) []byte {
 	dst = appendHelloPrefix(dst, KindConnectRequest, r.Version, r.Nonce)
-	dst = appendResume(dst, r.Resume, &r.Token)
+	dst = appendResume(dst, r.Resume, r.Cleartext, &r.Token)
 	var pad [ConnectRequestLen - helloPrefixLen - 1 - TokenLen]byte
 	return append(dst, pad[:]...)
 }
@@ -46,45 +50,73 @@ func ParseConnectRequest(b []byte) (ConnectRequest, int, error) {
 	if len(b) < ConnectRequestLen {
 		return ConnectRequest{}, 0, ErrShort
 	}
-	resume, token, err := parseResume(b[helloPrefixLen:])
+	resume, clear, token, err := parseResume(b[helloPrefixLen:])
 	if err != nil {
 		return ConnectRequest{}, 0, err
 	}
 	if !allZero(b[helloPrefixLen+1+TokenLen : ConnectRequestLen]) {
 		return ConnectRequest{}, 0, ErrMalformed
 	}
-	return ConnectRequest{Version: version, Nonce: nonce, Resume: resume, Token: token}, ConnectRequestLen, nil
+	return ConnectRequest{Version: version, Nonce: nonce, Resume: resume, Cleartext: clear, Token: token}, ConnectRequestLen, nil
 }
 
 // ConnectResponse is the client's answer to a Challenge: the fields of its
-// ConnectRequest again plus the Cookie echoed verbatim. A server that
+// ConnectRequest again, the Cookie echoed verbatim, the cipher suite it
+// wants, its ephemeral X25519 public key for this attempt and, when
+// resuming, a proof that it holds the session's secret. A server that
 // verifies the cookie knows the client receives at its source address, and
-// only then creates session state and sends Accept.
+// only then does the key exchange, creates session state and sends Accept
+// (docs/WIRE.md §9.4).
 //
-// The encoding is exactly ConnectResponseLen (64) bytes, zero-padded. It is
-// a plain comparable value.
+// Proof is a MAC over bytes 0–84 of this message (everything before it,
+// the cookie included) under a key derived from the resumed session's
+// secret; it must be all zero when Resume is not set. Suite is
+// SuiteAES128GCM or SuiteChaCha20Poly1305.
+//
+// The encoding is exactly ConnectResponseLen (120) bytes, zero-padded, so
+// it outweighs the Accept (109). It is a plain comparable value.
 type ConnectResponse struct {
-	Version uint16
-	Nonce   uint64
-	Resume  bool
-	Token   Token
-	Cookie  Cookie
+	Version   uint16
+	Nonce     uint64
+	Resume    bool
+	Cleartext bool
+	Token     Token
+	Cookie    Cookie
+	Suite     uint8
+	Ephemeral PublicKey
+	Proof     [ResumeProofLen]byte
 }
 
-// AppendConnectResponse appends the 64-byte encoding of r to dst and
+// Offsets inside a ConnectResponse.
+const (
+	respCookieOff = helloPrefixLen + 1 + TokenLen    // 32
+	respSuiteOff  = respCookieOff + 4 + CookieTagLen // 52
+	respKeyOff    = respSuiteOff + 1                 // 53
+	respProofOff  = respKeyOff + PublicKeyLen        // 85
+	respPadOff    = respProofOff + ResumeProofLen    // 101
+	// ConnectResponseProofOff is where the resume proof starts: the proof
+	// is a MAC of the bytes before it.
+	ConnectResponseProofOff = respProofOff
+)
+
+// AppendConnectResponse appends the 120-byte encoding of r to dst and
 // returns the extended slice. It allocates only if dst lacks capacity.
 func AppendConnectResponse(dst []byte, r ConnectResponse) []byte {
 	dst = appendHelloPrefix(dst, KindConnectResponse, r.Version, r.Nonce)
-	dst = appendResume(dst, r.Resume, &r.Token)
+	dst = appendResume(dst, r.Resume, r.Cleartext, &r.Token)
 	dst = binary.LittleEndian.AppendUint32(dst, r.Cookie.Bucket)
 	dst = append(dst, r.Cookie.Tag[:]...)
-	var pad [ConnectResponseLen - helloPrefixLen - 1 - TokenLen - 4 - CookieTagLen]byte
+	dst = append(dst, r.Suite)
+	dst = append(dst, r.Ephemeral[:]...)
+	dst = append(dst, r.Proof[:]...)
+	var pad [ConnectResponseLen - respPadOff]byte
 	return append(dst, pad[:]...)
 }
 
 // ParseConnectResponse decodes a ConnectResponse from the front of b and
 // returns it with n = ConnectResponseLen, with the errors of
-// ParseConnectRequest. It never allocates.
+// ParseConnectRequest; besides, a suite other than the two defined, or a
+// proof without the resume flag, is ErrMalformed. It never allocates.
 func ParseConnectResponse(b []byte) (ConnectResponse, int, error) {
 	version, nonce, err := parseHelloPrefix(b, KindConnectResponse)
 	if err != nil {
@@ -93,17 +125,18 @@ func ParseConnectResponse(b []byte) (ConnectResponse, int, error) {
 	if len(b) < ConnectResponseLen {
 		return ConnectResponse{}, 0, ErrShort
 	}
-	resume, token, err := parseResume(b[helloPrefixLen:])
+	resume, clear, token, err := parseResume(b[helloPrefixLen:])
 	if err != nil {
 		return ConnectResponse{}, 0, err
 	}
-	const cookieOff = helloPrefixLen + 1 + TokenLen
-	const padOff = cookieOff + 4 + CookieTagLen
-	if !allZero(b[padOff:ConnectResponseLen]) {
+	if b[respSuiteOff] > SuiteChaCha20Poly1305 || !allZero(b[respPadOff:ConnectResponseLen]) ||
+		!resume && !allZero(b[respProofOff:respPadOff]) {
 		return ConnectResponse{}, 0, ErrMalformed
 	}
-	r := ConnectResponse{Version: version, Nonce: nonce, Resume: resume, Token: token}
-	r.Cookie.Bucket = binary.LittleEndian.Uint32(b[cookieOff:])
-	copy(r.Cookie.Tag[:], b[cookieOff+4:padOff])
+	r := ConnectResponse{Version: version, Nonce: nonce, Resume: resume, Cleartext: clear, Token: token, Suite: b[respSuiteOff]}
+	r.Cookie.Bucket = binary.LittleEndian.Uint32(b[respCookieOff:])
+	copy(r.Cookie.Tag[:], b[respCookieOff+4:respSuiteOff])
+	copy(r.Ephemeral[:], b[respKeyOff:respProofOff])
+	copy(r.Proof[:], b[respProofOff:respPadOff])
 	return r, ConnectResponseLen, nil
 }

@@ -26,7 +26,17 @@ func randConnectRequest(r *rand.Rand) ConnectRequest {
 
 func randConnectResponse(r *rand.Rand) ConnectResponse {
 	q := randConnectRequest(r)
-	return ConnectResponse{Version: q.Version, Nonce: q.Nonce, Resume: q.Resume, Token: q.Token, Cookie: randCookie(r)}
+	c := ConnectResponse{Version: q.Version, Nonce: q.Nonce, Resume: q.Resume, Cleartext: r.IntN(4) == 0, Token: q.Token, Cookie: randCookie(r),
+		Suite: uint8(r.IntN(2))}
+	for i := range c.Ephemeral {
+		c.Ephemeral[i] = byte(r.Uint32())
+	}
+	if c.Resume {
+		for i := range c.Proof {
+			c.Proof[i] = byte(r.Uint32())
+		}
+	}
+	return c
 }
 
 func connectRequestSamples() []ConnectRequest {
@@ -69,7 +79,7 @@ func TestConnectRequest(t *testing.T) {
 	if got, _, err := ParseConnectRequest(b); err != nil || got.Token != (Token{}) || got.Resume {
 		t.Fatalf("token leaked without Resume: %+v %v", got, err)
 	}
-	want := "01 74 77 69 72 02 00 01 02 03 04 05 06 07 08 00" + zeros(48)
+	want := "01 74 77 69 72 03 00 01 02 03 04 05 06 07 08 00" + zeros(48)
 	if got := hexs(AppendConnectRequest(nil, ConnectRequest{Version: ProtocolVersion, Nonce: 0x0807060504030201})); got != want {
 		t.Fatalf("encoding\n%s\nwant\n%s", got, want)
 	}
@@ -92,13 +102,16 @@ func TestConnectRequestErrors(t *testing.T) {
 		return b
 	}
 	mustErr(t, "ParseConnectRequest", ParseConnectRequest, mut(0, byte(KindConnectResponse)), ErrMalformed)
-	mustErr(t, "ParseConnectRequest", ParseConnectRequest, mut(15, 0x02), ErrMalformed) // reserved flag
+	mustErr(t, "ParseConnectRequest", ParseConnectRequest, mut(15, 0x04), ErrMalformed) // reserved flag
 	mustErr(t, "ParseConnectRequest", ParseConnectRequest, mut(20, 0x01), ErrMalformed) // token without resume
 	mustErr(t, "ParseConnectRequest", ParseConnectRequest, mut(63, 0x01), ErrMalformed) // padding
 	mustErr(t, "ParseConnectRequest", ParseConnectRequest, mut(32, 0x80), ErrMalformed) // padding
-	// A token with the resume flag is fine.
+	// A token with the resume flag is fine; so is the cleartext flag.
 	if _, _, err := ParseConnectRequest(mut(15, 0x01)); err != nil {
 		t.Fatal(err)
+	}
+	if c, _, err := ParseConnectRequest(mut(15, 0x02)); err != nil || !c.Cleartext {
+		t.Fatal(c, err)
 	}
 }
 
@@ -114,18 +127,41 @@ func TestConnectResponse(t *testing.T) {
 	for _, c := range []struct {
 		at int
 		v  byte
-	}{{0, byte(KindConnectRequest)}, {15, 0x80}, {31, 1}, {52, 1}, {63, 1}} {
+	}{{0, byte(KindConnectRequest)}, {15, 0x80}, {15, 0x04}, {31, 1}, {52, 2}, {85, 1}, {100, 1}, {101, 1}, {119, 1}} {
 		b := append([]byte(nil), ok...)
 		b[c.at] = c.v
 		mustErr(t, "ParseConnectResponse", ParseConnectResponse, b, ErrMalformed)
 	}
-	// The cookie occupies bytes 32–51.
-	for i := 32; i < 52; i++ {
+	// The cookie occupies bytes 32–51, the suite 52, the ephemeral key
+	// 53–84; a resume's proof 85–100.
+	for i := 32; i < 85; i++ {
+		if i == 52 {
+			continue
+		}
 		b := append([]byte(nil), ok...)
 		b[i] = 0x5A
 		if _, _, err := ParseConnectResponse(b); err != nil {
 			t.Fatalf("cookie byte %d: %v", i, err)
 		}
+	}
+}
+
+// TestConnectResponseBytes pins the encoding of docs/WIRE.md §9.4.
+func TestConnectResponseBytes(t *testing.T) {
+	r := ConnectResponse{Version: ProtocolVersion, Nonce: 0x0807060504030201, Resume: true, Token: Token{0: 0xc0, 15: 0xcf},
+		Cookie: Cookie{Bucket: 0x0d0c0b0a, Tag: [16]byte{0: 0xa0, 15: 0xaf}}, Suite: SuiteChaCha20Poly1305,
+		Ephemeral: PublicKey{0: 0xe0, 31: 0xef}, Proof: [16]byte{0: 0x90, 15: 0x9f}}
+	want := "03 74 77 69 72 03 00 01 02 03 04 05 06 07 08 01 c0" + zeros(14) + " cf 0a 0b 0c 0d a0" + zeros(14) + " af 01 e0" +
+		zeros(30) + " ef 90" + zeros(14) + " 9f" + zeros(19)
+	b := AppendConnectResponse(nil, r)
+	if got := hexs(b); got != want {
+		t.Fatalf("encoding\n%s\nwant\n%s", got, want)
+	}
+	if ConnectResponseProofOff != 85 || len(b) != 120 {
+		t.Fatal("proof offset or length moved")
+	}
+	if got, _, err := ParseConnectResponse(b); err != nil || got != r {
+		t.Fatalf("%+v %v", got, err)
 	}
 }
 
@@ -136,7 +172,7 @@ func seedsConnectRequest() [][]byte {
 
 func seedsConnectResponse() [][]byte {
 	s := encodeAll(connectResponseCodec, connectResponseSamples())
-	return append(s, versionedPrefix(KindConnectResponse, 7, 1, 64))
+	return append(s, versionedPrefix(KindConnectResponse, 7, 1, ConnectResponseLen))
 }
 
 func FuzzParseConnectRequest(f *testing.F) {

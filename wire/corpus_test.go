@@ -62,6 +62,7 @@ func fuzzTargets() map[string]fuzzTarget {
 		"FuzzParseChallenge":         {seedsChallenge, erase(challengeCodec), false},
 		"FuzzParseConnectResponse":   {seedsConnectResponse, erase(connectResponseCodec), false},
 		"FuzzParseAccept":            {seedsAccept, erase(acceptCodec), false},
+		"FuzzParseAcceptBody":        {seedsAcceptBody, erase(acceptBodyCodec), false},
 		"FuzzParseReject":            {seedsReject, erase(rejectCodec), false},
 		"FuzzParseDatagram":          {seedsDatagram, erase(datagramCodec), true},
 	}

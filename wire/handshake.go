@@ -13,8 +13,32 @@ const ProtocolMagic uint32 = 0x72697774
 // another version gets ErrVersion and answers RejectVersionMismatch.
 // Version 2: the Accept carries every limit both ends share (53 bytes,
 // was 40), so a client and a server of different versions are refused at
-// the handshake instead of meeting with mismatched limits.
-const ProtocolVersion uint16 = 2
+// the handshake instead of meeting with mismatched limits. Version 3: the
+// handshake agrees on session keys by X25519 (ConnectResponse carries the
+// client's ephemeral key, 120 bytes; Accept the server's and a sealed
+// body, 109 bytes) and session datagrams are sealed (docs/WIRE.md §9, §13).
+const ProtocolVersion uint16 = 3
+
+// PublicKeyLen is the size of an X25519 public key on the wire.
+const PublicKeyLen = 32
+
+// PublicKey is an X25519 public key as it travels: 32 bytes, RFC 7748.
+// The wire only carries the bytes; the transport checks them.
+type PublicKey [PublicKeyLen]byte
+
+// ServerRandomLen is the size of the server randomness in Accept: 128
+// bits, fresh per handshake, mixed into the session secret.
+const ServerRandomLen = 16
+
+// ResumeProofLen is the size of the resume proof in ConnectResponse.
+const ResumeProofLen = 16
+
+// Cipher suites a ConnectResponse can ask for (the transport's
+// seal.Suite values).
+const (
+	SuiteAES128GCM        uint8 = 0
+	SuiteChaCha20Poly1305 uint8 = 1
+)
 
 // TokenLen is the size of a session token.
 const TokenLen = 16
@@ -48,9 +72,18 @@ type Cookie struct {
 const (
 	ConnectRequestLen  = 64
 	ChallengeLen       = 29
-	ConnectResponseLen = 64
-	AcceptLen          = 53
+	ConnectResponseLen = 120
+	AcceptLen          = 109
 	RejectLen          = 10
+	// AcceptBodyLen is the plaintext of Accept's sealed body (AcceptBody);
+	// AcceptSealedLen that body sealed, with its 16-byte AEAD tag.
+	AcceptBodyLen   = 36
+	AcceptTagLen    = 16
+	AcceptSealedLen = AcceptBodyLen + AcceptTagLen
+	// AcceptHeaderLen is the cleartext front of an Accept (kind, nonce,
+	// server ephemeral key, server random): the sealed body's associated
+	// data and the part of the Accept in the handshake transcript.
+	AcceptHeaderLen = 1 + 8 + PublicKeyLen + ServerRandomLen
 )
 
 // helloPrefixLen is the part of ConnectRequest and ConnectResponse every
@@ -59,8 +92,9 @@ const helloPrefixLen = 15
 
 // Client hello flag bits (offset 15 of ConnectRequest and ConnectResponse).
 const (
-	helloFlagResume   = 0x01 // Token holds a resume token
-	helloFlagReserved = 0xFE // must be zero
+	helloFlagResume    = 0x01 // Token holds a resume token
+	helloFlagCleartext = 0x02 // the client asks for cleartext sessions (insecure mode)
+	helloFlagReserved  = 0xFC // must be zero
 )
 
 // appendHelloPrefix appends kind, magic, version and nonce.
@@ -99,28 +133,33 @@ func parseHelloPrefix(b []byte, k PacketKind) (version uint16, nonce uint64, err
 
 // appendResume appends the flags byte and the token field: the token when
 // resume is set, zeros otherwise.
-func appendResume(dst []byte, resume bool, t *Token) []byte {
+func appendResume(dst []byte, resume, cleartext bool, t *Token) []byte {
+	var flags byte
+	if cleartext {
+		flags |= helloFlagCleartext
+	}
 	if !resume {
-		var zero [1 + TokenLen]byte
+		var zero [TokenLen]byte
+		dst = append(dst, flags)
 		return append(dst, zero[:]...)
 	}
-	dst = append(dst, helloFlagResume)
+	dst = append(dst, flags|helloFlagResume)
 	return append(dst, t[:]...)
 }
 
 // parseResume reads the flags byte and token field at b[0:17]; the caller
 // has checked the length. An absent token must be all zeros.
-func parseResume(b []byte) (resume bool, t Token, err error) {
+func parseResume(b []byte) (resume, cleartext bool, t Token, err error) {
 	flags := b[0]
 	if flags&helloFlagReserved != 0 {
-		return false, Token{}, ErrMalformed
+		return false, false, Token{}, ErrMalformed
 	}
 	copy(t[:], b[1:1+TokenLen])
 	resume = flags&helloFlagResume != 0
 	if !resume && t != (Token{}) {
-		return false, Token{}, ErrMalformed
+		return false, false, Token{}, ErrMalformed
 	}
-	return resume, t, nil
+	return resume, flags&helloFlagCleartext != 0, t, nil
 }
 
 // allZero reports whether every byte of b is zero.

@@ -31,6 +31,12 @@ func TestHandshakeAmplification(t *testing.T) {
 		"ConnectResponse": {len(AppendConnectResponse(nil, ConnectResponse{})), ConnectResponseLen},
 		"Accept":          {len(AppendAccept(nil, Accept{})), AcceptLen},
 		"Reject":          {len(AppendReject(nil, Reject{})), RejectLen},
+		"AcceptBody":      {len(AppendAcceptBody(nil, AcceptBody{})), AcceptBodyLen},
+	}
+	// The table of docs/WIRE.md §9.1: 64 → 29 or 10, 120 → 109 or 10.
+	if ConnectRequestLen != 64 || ChallengeLen != 29 || ConnectResponseLen != 120 || AcceptLen != 109 || RejectLen != 10 {
+		t.Errorf("handshake sizes %d/%d/%d/%d/%d, WIRE.md §9.1 says 64/29/120/109/10",
+			ConnectRequestLen, ChallengeLen, ConnectResponseLen, AcceptLen, RejectLen)
 	}
 	for name, s := range sizes {
 		if s[0] != s[1] {

@@ -22,6 +22,13 @@ const (
 	RejectExpiredToken    RejectReason = 6 // resume token's grace window has passed
 	RejectInvalidPeerID   RejectReason = 7 // no peer id in 0..MaxPeerID could be assigned
 	RejectShuttingDown    RejectReason = 8 // the server accepts no new sessions
+	// RejectCleartext: the client asked for cleartext sessions and the
+	// server runs encrypted, or the reverse: both ends must set
+	// InsecureCleartext alike.
+	RejectCleartext RejectReason = 9
+	// RejectHandshake: the key exchange failed (a client ephemeral key
+	// of low order) or a resume's proof did not verify.
+	RejectHandshake RejectReason = 10
 )
 
 var rejectReasonNames = [...]string{
@@ -34,6 +41,8 @@ var rejectReasonNames = [...]string{
 	RejectExpiredToken:    "expired token",
 	RejectInvalidPeerID:   "invalid peer id",
 	RejectShuttingDown:    "shutting down",
+	RejectCleartext:       "cleartext mismatch",
+	RejectHandshake:       "handshake failed",
 }
 
 // String returns the reason's name, or "RejectReason(N)" for an unnamed

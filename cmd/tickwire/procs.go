@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/ecdh"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -79,10 +81,10 @@ func untilDone(ctx context.Context, d time.Duration) (context.Context, context.C
 // interrupted or --duration.
 func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		listen, tname, profile, certOut string
-		mtu                             int
-		duration                        time.Duration
-		prof                            profileFlags
+		listen, tname, profile, certOut, keyIn string
+		mtu                                    int
+		duration                               time.Duration
+		prof                                   profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -91,6 +93,7 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&profile, "profile", bench.ProfileEcho, "traffic profile: echo (the only one across processes)")
 	fs.IntVar(&mtu, "mtu", bench.DefaultMTU, "largest datagram the server sends [576, 1472] (a tickwire client adopts it)")
 	fs.DurationVar(&duration, "duration", 0, "serve this long, then exit (0: until interrupted)")
+	fs.StringVar(&keyIn, "key", "", "tickwire: the server's static X25519 private key, 64 hex digits or tickwire keygen --x25519 output, from `FILE` (default: a fresh key; either way the public key is printed to stderr for the clients' --server-key)")
 	fs.StringVar(&certOut, "cert", "", "quic: write the server's self-signed certificate (PEM) to `FILE`, for the clients' --cert (default: a file in the temporary directory, named on stderr)")
 	prof.declare(fs)
 	fs.Usage = func() {
@@ -113,6 +116,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cfg := bench.ServerConfig{Transport: tname, Listen: addr, MTU: mtu}
 	if err == nil {
 		err = checkServerFlags(profile, duration, mtu)
+	}
+	if err == nil && keyIn != "" {
+		cfg.PrivateKey, err = readPrivateKey(keyIn)
 	}
 	if err == nil {
 		err = cfg.Validate()
@@ -146,6 +152,9 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 			fmt.Fprintf(stderr, "certificate in %s\n", certOut)
 		}
+		if k := srv.PublicKey(); k != nil {
+			fmt.Fprintf(stderr, "public key %x\n", k.Bytes())
+		}
 		fmt.Fprintf(stderr, "listening on %v\n", srv.Addr())
 		<-ctx.Done()
 		srv.Close()
@@ -163,11 +172,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // another process.
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		connect, tname, profile, jsonOut, certIn string
-		count, size, mtu                         int
-		rate                                     float64
-		drain, timeout                           time.Duration
-		prof                                     profileFlags
+		connect, tname, profile, jsonOut, certIn, keyHex string
+		count, size, mtu                                 int
+		rate                                             float64
+		drain, timeout                                   time.Duration
+		prof                                             profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -181,6 +190,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.DurationVar(&drain, "drain", bench.DefaultDrain, "longest wait for outstanding echoes after the last send")
 	fs.DurationVar(&timeout, "connect-timeout", defaultConnectTimeout, "give up when the server has not answered after this long")
 	fs.StringVar(&jsonOut, "json", "", "write the JSON result (one object) to `FILE`, or to stdout instead of the table with -")
+	fs.StringVar(&keyHex, "server-key", "", "tickwire: the server's X25519 public `KEY`, 64 hex digits, as `tickwire server` prints it (required for tickwire)")
 	fs.StringVar(&certIn, "cert", "", "quic: the server's certificate (PEM, the file its --cert names) to verify it against (required for quic)")
 	prof.declare(fs)
 	fs.Usage = func() {
@@ -203,6 +213,13 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	s := bench.ClientScenario{Addr: addr, Transport: tname, Count: count, Rate: rate, Size: size, MTU: mtu, Drain: drain, ConnectTimeout: timeout}
 	if err == nil {
 		err = checkClientFlags(profile, tname, count, rate, size, mtu, drain, timeout)
+	}
+	if err == nil && tname == bench.Tickwire {
+		if keyHex == "" {
+			err = fmt.Errorf("--transport tickwire needs --server-key KEY, the public key the server prints")
+		} else {
+			s.ServerKey, err = parsePublicKey(keyHex)
+		}
 	}
 	if err == nil && isQUIC(tname) {
 		if certIn == "" {
@@ -247,6 +264,44 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		code = exitFailed
 	}
 	return code
+}
+
+// parsePublicKey reads an X25519 public key written as 64 hex digits,
+// bare or as `tickwire keygen --x25519` prints it (x25519-public:<hex>).
+func parsePublicKey(s string) (*ecdh.PublicKey, error) {
+	b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), x25519PublicPrefix))
+	if err == nil && len(b) != 32 {
+		err = fmt.Errorf("%d bytes, want 32", len(b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--server-key: want 64 hex digits: %v", err)
+	}
+	return ecdh.X25519().NewPublicKey(b)
+}
+
+// readPrivateKey reads the server's X25519 private key from path: 64 hex
+// digits, or the output of `tickwire keygen --x25519` (its
+// x25519-private:<hex> line is taken, the public line ignored).
+func readPrivateKey(path string) (*ecdh.PrivateKey, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--key: %w", err)
+	}
+	key := strings.TrimSpace(string(text))
+	for line := range strings.Lines(key) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), x25519PrivatePrefix); ok {
+			key = rest
+			break
+		}
+	}
+	b, err := hex.DecodeString(key)
+	if err == nil && len(b) != 32 {
+		err = fmt.Errorf("%d bytes, want 32", len(b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--key %s: want 64 hex digits (or tickwire keygen --x25519 output): %v", path, err)
+	}
+	return ecdh.X25519().NewPrivateKey(b)
 }
 
 // reportOne writes r as a one-row table to stdout, and as one JSON object

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -51,6 +52,20 @@ func waitAddr(t *testing.T, what string, stderr *syncBuffer) string {
 	}
 	t.Fatalf("%s printed no address; stderr:\n%s", what, stderr.String())
 	return ""
+}
+
+// publicKeyLine is what a tickwire server prints before "listening on".
+var publicKeyLine = regexp.MustCompile(`public key ([0-9a-f]{64})\n`)
+
+// serverKey returns the public key a tickwire server printed (once it
+// printed its address, the key is there).
+func serverKey(t *testing.T, stderr *syncBuffer) string {
+	t.Helper()
+	m := publicKeyLine.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("server printed no public key; stderr:\n%s", stderr.String())
+	}
+	return m[1]
 }
 
 // bg is a subcommand running through run() on its own goroutine.
@@ -136,6 +151,9 @@ func TestServerRelayClient(t *testing.T) {
 			if strings.HasPrefix(name, "quic") {
 				args = append(args, "--cert", cert)
 			}
+			if name == "tickwire" {
+				args = append(args, "--server-key", serverKey(t, &srv.stderr))
+			}
 			if code := run(ctx, args, &stdout, &stderr); code != exitOK {
 				t.Fatalf("client: exit %d; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 			}
@@ -191,7 +209,11 @@ func TestClientUnreachable(t *testing.T) {
 	for _, name := range []string{"tickwire", "kcp-fast"} {
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
-		code := run(context.Background(), []string{"client", "--connect", addr, "--transport", name, "--connect-timeout", "200ms"}, &stdout, &stderr)
+		args := []string{"client", "--connect", addr, "--transport", name, "--connect-timeout", "200ms"}
+		if name == "tickwire" {
+			args = append(args, "--server-key", "09"+strings.Repeat("00", 31))
+		}
+		code := run(context.Background(), args, &stdout, &stderr)
 		if code != exitFailed {
 			t.Errorf("%s: exit %d, want %d", name, code, exitFailed)
 		}
@@ -302,7 +324,8 @@ func TestRealProcesses(t *testing.T) {
 	start = time.Now()
 
 	// daemon starts a server or relay process and returns it with its
-	// address.
+	// address (and sets key to a server's public key).
+	var key string
 	daemon := func(args ...string) (*exec.Cmd, *syncBuffer, string) {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		var stdout, stderr syncBuffer
@@ -311,13 +334,17 @@ func TestRealProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd, &stdout, waitAddr(t, args[0], &stderr)
+		addr := waitAddr(t, args[0], &stderr)
+		if args[0] == "server" {
+			key = serverKey(t, &stderr)
+		}
+		return cmd, &stdout, addr
 	}
 	srv, srvOut, saddr := daemon("server", "--listen", "127.0.0.1:0", "--duration", "30s")
 	_, _, raddr := daemon("relay", "--listen", "127.0.0.1:0", "--to", saddr, "--loss", "10", "--duration", "30s")
 
 	for _, via := range []string{saddr, raddr} {
-		out, err := exec.CommandContext(ctx, bin, "client", "--connect", via, "--count", "30", "--rate", "100", "--json", "-").Output()
+		out, err := exec.CommandContext(ctx, bin, "client", "--connect", via, "--count", "30", "--rate", "100", "--json", "-", "--server-key", key).Output()
 		if err != nil {
 			var stderr []byte
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -339,5 +366,40 @@ func TestRealProcesses(t *testing.T) {
 	}
 	if out := srvOut.String(); !strings.Contains(out, "2 sessions, 60 messages echoed") {
 		t.Errorf("server summary %q, want 2 sessions, 60 echoes", out)
+	}
+}
+
+// tickwire server --key FILE serves with that key: the public key it
+// prints is the file's, and a malformed file is a usage error.
+func TestServerKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.key")
+	priv := strings.Repeat("42", 32)
+	if err := os.WriteFile(path, []byte(priv+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := readPrivateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%x", k.PublicKey().Bytes())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := startRun(ctx, "server", "--listen", "127.0.0.1:0", "--key", path, "--duration", "1s")
+	waitAddr(t, "server", &srv.stderr)
+	if got := serverKey(t, &srv.stderr); got != want {
+		t.Fatalf("server printed public key %s, want %s", got, want)
+	}
+	srv.exit(t, "server")
+	bad := filepath.Join(dir, "bad.key")
+	if err := os.WriteFile(bad, []byte("not hex"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"server", "--listen", "127.0.0.1:0", "--key", bad}, &stdout, &stderr); code != exitUsage {
+		t.Fatalf("malformed key file: exit %d; %s", code, stderr.String())
+	}
+	if _, err := parsePublicKey("abc"); err == nil {
+		t.Fatal("a 1.5-byte public key parsed")
 	}
 }

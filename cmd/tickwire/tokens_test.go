@@ -154,3 +154,36 @@ func TestTokenUsage(t *testing.T) {
 		}
 	}
 }
+
+// What `tickwire keygen --x25519` prints is what `tickwire server --key`
+// and `tickwire client --server-key` read: the whole output as the key
+// file, its public line as the pinned key, and the bare hex as well.
+func TestKeygenX25519FeedsServerAndClient(t *testing.T) {
+	code, out, errOut := runCmd(t, "keygen", "--x25519")
+	if code != exitOK {
+		t.Fatalf("keygen --x25519: exit %d: %s", code, errOut)
+	}
+	path := filepath.Join(t.TempDir(), "server.key")
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	priv, err := readPrivateKey(path)
+	if err != nil {
+		t.Fatalf("the keygen output as a --key file: %v", err)
+	}
+	var pubLine string
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, x25519PublicPrefix) {
+			pubLine = strings.TrimSpace(line)
+		}
+	}
+	for _, s := range []string{pubLine, strings.TrimPrefix(pubLine, x25519PublicPrefix)} {
+		pub, err := parsePublicKey(s)
+		if err != nil || !pub.Equal(priv.PublicKey()) {
+			t.Fatalf("--server-key %q: %v, or not the key file's public key", s, err)
+		}
+	}
+	if _, err := parsePublicKey("x25519-public:abcd"); err == nil || !strings.Contains(err.Error(), "2 bytes, want 32") {
+		t.Fatalf("a short key: %v", err)
+	}
+}

@@ -64,7 +64,7 @@
 //		}
 //		return l, err
 //	})
-//	ep, _ := transport.Dial(sock, server, transport.EndpointConfig{}, h, time.Since(start))
+//	ep, _ := transport.Dial(sock, server, transport.EndpointConfig{ServerKey: serverKey}, h, time.Since(start))
 //	for {
 //		now := time.Since(start)
 //		ep.Poll(now)

@@ -88,7 +88,9 @@ func TestEndpointLinks(t *testing.T) {
 			// Every client starts from the initial state, frame 0.
 			return l, l.InstallSnapshot(0)
 		})
-		if cl.ep, err = transport.Dial(conn, serverAddr, ecfg(uint64(100+i)), cl.h, 0); err != nil {
+		ccfg := ecfg(uint64(100 + i))
+		ccfg.ServerKey = sep.PublicKey()
+		if cl.ep, err = transport.Dial(conn, serverAddr, ccfg, cl.h, 0); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, cl)

@@ -59,7 +59,7 @@ func Example() {
 			return link.NewClientLink(c, link.LinkConfig{})
 		})
 		sock, _ := udp.Open(loopback, udp.Config{})
-		cl.ep, _ = transport.Dial(sock, ssock.LocalAddr(), transport.EndpointConfig{}, cl.h, time.Since(cl.start))
+		cl.ep, _ = transport.Dial(sock, ssock.LocalAddr(), transport.EndpointConfig{ServerKey: sep.PublicKey()}, cl.h, time.Since(cl.start))
 		defer cl.ep.Close()
 		clients = append(clients, cl)
 	}

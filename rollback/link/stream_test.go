@@ -153,7 +153,7 @@ func TestLinkStartAnnounced(t *testing.T) {
 	})
 	// Each side its own clock: the client's starts at 5 s.
 	const clientOrigin = 5 * time.Second
-	ccfg := transport.EndpointConfig{Rand: seededRand{rand.New(rand.NewPCG(4, 1))}}
+	ccfg := transport.EndpointConfig{Rand: seededRand{rand.New(rand.NewPCG(4, 1))}, ServerKey: sep.PublicKey()}
 	cep, err := transport.Dial(conn, serverAddr, ccfg, h, clientOrigin)
 	if err != nil {
 		t.Fatal(err)

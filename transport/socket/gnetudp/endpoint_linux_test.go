@@ -39,7 +39,7 @@ func TestEndpointOverBackends(t *testing.T) {
 			var got []string
 			c := &collector{got: &got}
 			start := time.Now()
-			client, err := transport.Dial(cs, ss.LocalAddr(), transport.EndpointConfig{}, c, 0)
+			client, err := transport.Dial(cs, ss.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, c, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

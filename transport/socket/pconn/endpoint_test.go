@@ -39,7 +39,7 @@ func TestEndpointOverPacketConn(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan string, 256)
-	client, err := transport.DialContext(ctx, cs, ss.LocalAddr(), transport.EndpointConfig{}, collector{got: got})
+	client, err := transport.DialContext(ctx, cs, ss.LocalAddr(), transport.EndpointConfig{ServerKey: server.PublicKey()}, collector{got: got})
 	if err != nil {
 		t.Fatal(err)
 	}
