@@ -429,6 +429,9 @@ func (t *SendTracker) Stats() SendStats {
 // field read, for a caller that checks it on every Flush.
 func (t *SendTracker) LinkLoss() float64 { return t.linkLoss }
 
+// PeerAckDelay returns SendStats.PeerAckDelay alone: a field read.
+func (t *SendTracker) PeerAckDelay() time.Duration { return t.ackDelay }
+
 // RTT returns the round-trip estimator. The pointer is owned by the tracker
 // and valid for its lifetime; read it from the tracker's goroutine.
 func (t *SendTracker) RTT() *RTT { return &t.rtt }

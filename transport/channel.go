@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tickwire/tickwire/ackmap"
@@ -123,6 +124,17 @@ type Channel struct {
 	events   []ackmap.Event
 	ackDirty bool // a fresh datagram with frames arrived since our last send
 	unacked  int  // fresh datagrams with frames received since our last send
+	// ackDueAt is when the ack ackDirty owes must leave, in a standalone
+	// ack if nothing else has carried it (Config.AckDelay); newestAt is
+	// when the newest seq in history arrived, for the header's ack delay.
+	ackDueAt time.Duration
+	newestAt time.Duration
+	// newestAcked: a datagram acking the newest seq has left since it
+	// arrived, so later headers state no ack delay (nothing new to time).
+	newestAcked bool
+	// lossy is adaptive redundancy's switch (Config.Redundancy), with
+	// hysteresis on the tracker's LinkLoss.
+	lossy bool
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -361,8 +373,8 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.flushRedundant()
 	switch {
 	case c.cur != nil || c.sentAny:
-	case c.ackDirty:
-		c.room(0) // a standalone ack: a datagram with no frames (S-B4)
+	case c.ackDirty && now >= c.ackDueAt:
+		c.room(0) // a standalone ack: a datagram with no frames (S-B4), once due (Config.AckDelay)
 	case now-c.lastSend >= KeepAliveInterval && c.room(wire.KeepAliveFrameLen):
 		c.cur = wire.AppendKeepAliveFrame(c.cur, wire.KeepAliveFrame{})
 		c.curFrame++
@@ -421,7 +433,9 @@ func (c *Channel) Stalled() error {
 // old: from RedundancyInterval on, the copy rides in whatever datagram a
 // Flush sends, and the extra quarter lets it ride in the game's next one
 // rather than leave alone microseconds before it — a 60 Hz game's next
-// message is due one interval after the last), a loss verdict by time (the SendTracker's next
+// message is due one interval after the last; with RedundancyAdaptive only
+// while the link is lossy and within the copy bounds), a delayed ack's due
+// time (Config.AckDelay), a loss verdict by time (the SendTracker's next
 // expiry, which also frees the in-flight window that held anything back),
 // a partial reassembly's expiry, a stall warning or StallTimeout, and the
 // keep-alive (KeepAliveInterval after the last datagram sent), which
@@ -430,10 +444,16 @@ func (c *Channel) Stalled() error {
 // event loop sleep until something is due instead of waking on a fixed
 // period. Cost: O(streams + unacked reliable messages), no allocation.
 func (c *Channel) NextDeadline() (time.Duration, bool) {
-	if c.flushes == 0 || c.wantFlush || c.budgetHit || c.ackDirty || c.closing {
+	if c.flushes == 0 || c.wantFlush || c.budgetHit || c.closing {
 		return c.now, true
 	}
 	at := c.lastSend + KeepAliveInterval
+	if c.ackDirty {
+		if c.ackDueAt <= c.now {
+			return c.now, true
+		}
+		at = min(at, c.ackDueAt)
+	}
 	if t, ok := c.tracker.NextExpiry(); ok {
 		at = min(at, t)
 	}
@@ -451,7 +471,7 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 			at = min(at, t) // once passed, Stalled says so: no timer left
 		}
 	}
-	if budget := c.cfg.RedundancyBytes; budget > 0 && c.cfg.RedundancyInterval > 0 {
+	if budget := c.cfg.RedundancyBytes; budget > 0 && c.cfg.RedundancyInterval > 0 && c.redundancyOn() {
 		// (With RedundancyInterval 0 copies ride every Flush, whenever it
 		// runs: they set no time of their own.)
 		// A copy already due rode nowhere in the last Flush for lack of
@@ -459,13 +479,17 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 		// in-flight window keeps it back (then it waits for an ack or a
 		// verdict, or rides with other traffic).
 		own := c.tracker.InFlightRoom() > c.inFlightMargin()
+		maxCopies, ackDue := c.copyBounds()
 		for _, rs := range c.reliable {
 			for id := rs.oldest; id != rs.next; id++ {
 				sl := rs.slot(id)
-				if sl == nil || !sl.sent || sl.frag != nil || len(sl.buf) > budget {
+				if sl == nil || !sl.sent || sl.frag != nil || len(sl.buf) > budget || sl.copies >= maxCopies {
 					continue
 				}
 				t := sl.lastSentAt + c.cfg.RedundancyInterval + c.cfg.RedundancyInterval/4 // see the doc comment
+				if max(t, c.now)-sl.txAt >= ackDue {
+					continue // its ack is due first: no copy (as flushRedundant judges at max(t, now))
+				}
 				if t <= c.now {
 					if !own {
 						continue
@@ -602,6 +626,7 @@ func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 		c.curFrame++
 		c.note(manifestEntry{id: sl.id, stream: s})
 		sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
+		sl.txAt, sl.copies = c.now, 0
 		c.cursor[s] = id + 1
 		return sendProgress
 	}
@@ -747,14 +772,15 @@ func (c *Channel) compactArena() {
 // interval, not a loss verdict's round trip.
 func (c *Channel) flushRedundant() {
 	budget := c.cfg.RedundancyBytes
-	if budget <= 0 || (c.cur == nil && c.sentAny) {
+	if budget <= 0 || (c.cur == nil && c.sentAny) || !c.redundancyOn() {
 		return
 	}
+	maxCopies, ackDue := c.copyBounds()
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
 			if sl == nil || !sl.sent || sl.frag != nil || sl.lastSent == c.flushes || len(sl.buf) > budget ||
-				c.now-sl.lastSentAt < c.cfg.RedundancyInterval {
+				c.now-sl.lastSentAt < c.cfg.RedundancyInterval || sl.copies >= maxCopies || c.now-sl.txAt >= ackDue {
 				continue
 			}
 			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.cfg.MTU || c.man.n == manifestCap) {
@@ -774,9 +800,75 @@ func (c *Channel) flushRedundant() {
 			c.curRedun += len(sl.buf)
 			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
 			sl.lastSent, sl.lastSentAt = c.flushes, c.now
+			sl.copies++
 			c.stats.RedundantCopies++
+			c.stats.RedundantBytes += uint64(len(sl.buf))
 		}
 	}
+}
+
+// redundancyOn reports whether redundant copies may ride now
+// (Config.Redundancy): always, never, or — adaptive — while the link shows
+// loss, switched on at RedundancyOnAbove and off below RedundancyOffBelow
+// of the tracker's LinkLoss, which a loss verdict lifts at once (so the
+// Flush that learns of a loss already sends copies) and a spurious one
+// gives back. O(1).
+func (c *Channel) redundancyOn() bool {
+	switch c.cfg.Redundancy {
+	case RedundancyAlways:
+		return true
+	case RedundancyOff:
+		return false
+	}
+	est := c.tracker.LinkLoss()
+	if c.lossy {
+		c.lossy = est >= RedundancyOffBelow
+	} else {
+		c.lossy = est >= RedundancyOnAbove
+	}
+	return c.lossy
+}
+
+// copyBounds returns how many copies one transmission of a message may
+// get and how long after it (sendSlot.txAt) the last may leave: for
+// RedundancyAdaptive, the fewest copies k with LinkLoss^(k+1) ≤ 1/1000
+// (in [1, MaxCopies]) and the time its ack should be back, SRTT plus the
+// peer's ack delay (no bound before an RTT sample); for RedundancyAlways,
+// no bound. O(MaxCopies).
+func (c *Channel) copyBounds() (maxCopies uint8, ackDue time.Duration) {
+	if c.cfg.Redundancy != RedundancyAdaptive {
+		return math.MaxUint8, math.MaxInt64
+	}
+	p := c.tracker.LinkLoss()
+	k, miss := uint8(1), p*p
+	for miss > 1e-3 && k < MaxCopies {
+		miss *= p
+		k++
+	}
+	ackDue = math.MaxInt64
+	if rtt := c.tracker.RTT(); rtt.HasSample() {
+		ackDue = rtt.Smoothed() + c.tracker.PeerAckDelay()
+	}
+	return k, ackDue
+}
+
+// ackDelay is how long an owed ack may wait for data to ride on
+// (Config.AckDelay): min(AckDelay, SRTT/4), 0 before an RTT sample; for a
+// datagram that held only duplicates, at least SRTT/4 (at most
+// wire.MaxAckDelay), whatever AckDelay.
+func (c *Channel) ackDelay(dupOnly bool) time.Duration {
+	rtt := c.tracker.RTT()
+	if !rtt.HasSample() {
+		return 0
+	}
+	quarter := min(rtt.Smoothed()/4, wire.MaxAckDelay)
+	if dupOnly {
+		return quarter
+	}
+	if c.cfg.AckDelay == NoAckDelay {
+		return 0
+	}
+	return min(c.cfg.AckDelay, quarter)
 }
 
 // pieceOf returns fragment i of count of frame, each pieceSize bytes but
@@ -826,6 +918,9 @@ func (c *Channel) begin() {
 	var ok bool
 	h.Ack, h.AckBits, ok = c.history.Ack()
 	h.NoAck = !ok
+	if ok && !c.newestAcked {
+		h.AckDelay = wire.AckDelayUnits(c.now - c.newestAt)
+	}
 	c.cur = wire.AppendChannelHeader(c.cur, h)
 	c.man.n = 0
 	c.curFrame, c.curRec, c.curRedun = 0, ackmap.NoRecord, 0
@@ -891,6 +986,7 @@ func (c *Channel) finish() {
 	}
 	c.sink.Commit(c.cur)
 	c.cur, c.sentAny, c.ackDirty, c.unacked, c.lastSend = nil, true, false, 0, c.now
+	c.newestAcked = true
 	c.burst++
 	c.dispatch(evs)
 }
@@ -911,7 +1007,8 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return fmt.Errorf("%w: channel header: %w", ErrMalformed, err)
 	}
 	frames := b[n:]
-	for rest := frames; len(rest) > 0; {
+	nframes := 0
+	for rest := frames; len(rest) > 0; nframes++ {
 		_, k, err := wire.SkipFrame(rest)
 		if err != nil {
 			c.stats.Malformed++
@@ -927,23 +1024,39 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		c.stats.TooOld++
 		return nil
 	}
+	if newest, _, _ := c.history.Ack(); newest == h.Seq {
+		c.newestAt, c.newestAcked = now, false
+	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
-		evs, err := c.tracker.OnAck(c.events[:0], now, h.Ack, h.AckBits)
+		evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
 		if err != nil {
 			c.stats.AcksRefused++
 		}
 		c.dispatch(evs)
 	}
-	if len(frames) > 0 {
-		c.ackDirty = true
-		c.unacked++
-	} else {
+	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++
+		return nil
 	}
+	dups := c.stats.ReliableDuplicates
 	for len(frames) > 0 {
 		frames = frames[c.deliverFrame(frames, now, true):] // validated above
 	}
+	// The ack is owed; it leaves with the next datagram, or alone once
+	// due. A datagram of nothing but duplicates (redundant copies of
+	// messages already here) waits longer: acking it at once tells the
+	// peer nothing it needs soon.
+	dupOnly := c.stats.ReliableDuplicates-dups == uint64(nframes)
+	if dupOnly {
+		c.stats.DuplicateOnly++
+	}
+	due := now + c.ackDelay(dupOnly)
+	if !c.ackDirty || due < c.ackDueAt {
+		c.ackDueAt = due
+	}
+	c.ackDirty = true
+	c.unacked++
 	return nil
 }
 

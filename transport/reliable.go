@@ -26,8 +26,14 @@ type sendSlot struct {
 	// spaces redundant copies by Config.RedundancyInterval.
 	lastSent   uint64
 	lastSentAt time.Duration
-	sent       bool // transmitted at least once
-	resend     bool // a datagram carrying it was lost and it is still unacked
+	// txAt is the time of the latest transmission that was not a
+	// redundant copy (the first send, or a re-send after a loss verdict),
+	// and copies counts the redundant copies since: adaptive redundancy
+	// bounds both (Config.Redundancy).
+	txAt   time.Duration
+	copies uint8
+	sent   bool // transmitted at least once
+	resend bool // a datagram carrying it was lost and it is still unacked
 	// frag is a large message's per-piece state, nil until its first
 	// piece goes out (and for every message that fits one datagram); it
 	// comes from the stream's pool, so only large messages pay for it.
