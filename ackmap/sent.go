@@ -429,6 +429,10 @@ func (t *SendTracker) Stats() SendStats {
 // field read, for a caller that checks it on every Flush.
 func (t *SendTracker) LinkLoss() float64 { return t.linkLoss }
 
+// Verdicts returns how many seqs have had a verdict (acked or lost) so
+// far: how much LinkLoss has seen. A field read.
+func (t *SendTracker) Verdicts() uint64 { return t.verdicts }
+
 // PeerAckDelay returns SendStats.PeerAckDelay alone: a field read.
 func (t *SendTracker) PeerAckDelay() time.Duration { return t.ackDelay }
 

@@ -98,7 +98,7 @@ func (tickwireTransport) listen(cfg listenConfig) (serverHalf, error) {
 		return nil, fmt.Errorf("bench: tickwire server socket: %w", err)
 	}
 	s := &tickwireServer{sock: sock, h: &tickwireEcho{}, stop: make(chan struct{}), done: make(chan struct{})}
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}, MaxPeers: transport.MaxPeersLimit}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}, MaxPeers: transport.MaxPeersLimit}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	ep, err := transport.Listen(sock, ecfg, s.h)
 	if err != nil {
@@ -173,7 +173,7 @@ func (tickwireTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, 
 	}
 	c := &tickwireClient{sock: sock, onEcho: cfg.onEcho, start: time.Now(), remote: cfg.remote,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	c.ep, err = transport.Dial(sock, cfg.server, ecfg, tickwireClientHandler{c: c}, 0)
 	if err != nil {

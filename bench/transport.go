@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tickwire/tickwire/transport"
 	"net/netip"
 	"slices"
 	"time"
@@ -137,6 +138,11 @@ type listenConfig struct {
 	// unacked datagram seqs, default 64); for kcp, the send and receive
 	// windows in packets (default KCPWindow).
 	maxInFlight int
+	// redundancyInterval is tickwire's Config.RedundancyInterval (0: the
+	// default); the other transports ignore it. redundancy is its
+	// Config.Redundancy.
+	redundancyInterval time.Duration
+	redundancy         transport.RedundancyMode
 }
 
 // dialConfig is what a client half needs.
@@ -146,6 +152,9 @@ type dialConfig struct {
 	server      netip.AddrPort
 	mtu         int // largest datagram sent (UDP payload)
 	maxInFlight int // as listenConfig.maxInFlight
+	// redundancyInterval and redundancy are as listenConfig's.
+	redundancyInterval time.Duration
+	redundancy         transport.RedundancyMode
 	// onEcho receives every message echoed back, one call at a time (on
 	// one goroutine of the client's; quic-streams, which reads each echo
 	// on its stream's goroutine, serialises the calls with a mutex); p is

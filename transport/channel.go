@@ -764,24 +764,33 @@ func (c *Channel) compactArena() {
 }
 
 // flushRedundant lets unacked small reliable messages ride again, oldest
-// first, each at most once per Flush and once per RedundancyInterval (a
-// duration, so a loop that Flushes every millisecond sends no more copies
-// than a 60 Hz one): in the room this Flush's last datagram has left, up to
-// RedundancyBytes, or — if nothing else went out — in a datagram of their
-// own while the in-flight window has room. A lost message then costs one
-// interval, not a loss verdict's round trip.
+// first, each at most once per Flush and about once per RedundancyInterval
+// (a duration, so a loop that Flushes every millisecond sends no more
+// copies than a 60 Hz one): in the room this Flush's last datagram has
+// left, up to RedundancyBytes, once 3/4 of the interval has passed since
+// the message last went (so a game whose messages leave 16 or 17 ms apart
+// at 60 Hz carries each copy in its next datagram), or — if nothing else
+// went out — in a datagram of its own once 5/4 of it has (the game's next
+// datagram was due before that; NextDeadline wakes the loop then), while
+// the in-flight window has room. A lost message then costs one interval,
+// not a loss verdict's round trip.
 func (c *Channel) flushRedundant() {
 	budget := c.cfg.RedundancyBytes
 	if budget <= 0 || (c.cur == nil && c.sentAny) || !c.redundancyOn() {
 		return
 	}
 	maxCopies, ackDue := c.copyBounds()
+	ival := c.cfg.RedundancyInterval
+	ride, alone := ival-ival/4, ival+ival/4 // see the doc comment
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
 			if sl == nil || !sl.sent || sl.frag != nil || sl.lastSent == c.flushes || len(sl.buf) > budget ||
-				c.now-sl.lastSentAt < c.cfg.RedundancyInterval || sl.copies >= maxCopies || c.now-sl.txAt >= ackDue {
+				c.now-sl.lastSentAt < ride || sl.copies >= maxCopies || c.now-sl.txAt >= ackDue {
 				continue
+			}
+			if c.cur == nil && c.now-sl.lastSentAt < alone {
+				continue // not yet worth a datagram of its own
 			}
 			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.cfg.MTU || c.man.n == manifestCap) {
 				return // this Flush's redundancy budget is spent
@@ -807,18 +816,31 @@ func (c *Channel) flushRedundant() {
 	}
 }
 
+// redundancyWarmup is how many datagram verdicts the loss estimate needs
+// before adaptive redundancy trusts it to say "clean": until then copies
+// ride (as many as the estimate calls for, at least one), since a loss
+// early in a session — when the estimate knows nothing — would otherwise
+// cost a loss verdict's round trip, and every ordered message behind it
+// with it. One over the estimate's gain: about half a second at 60 Hz.
+const redundancyWarmup = 32
+
 // redundancyOn reports whether redundant copies may ride now
 // (Config.Redundancy): always, never, or — adaptive — while the link shows
-// loss, switched on at RedundancyOnAbove and off below RedundancyOffBelow
-// of the tracker's LinkLoss, which a loss verdict lifts at once (so the
-// Flush that learns of a loss already sends copies) and a spurious one
-// gives back. O(1).
+// loss: from the start until the estimate has seen redundancyWarmup
+// verdicts, then switched on at RedundancyOnAbove and off below
+// RedundancyOffBelow of the tracker's LinkLoss, which a loss verdict
+// lifts at once (so the Flush that learns of a loss already sends copies)
+// and a spurious one gives back. O(1).
 func (c *Channel) redundancyOn() bool {
 	switch c.cfg.Redundancy {
 	case RedundancyAlways:
 		return true
 	case RedundancyOff:
 		return false
+	}
+	if c.tracker.Verdicts() < redundancyWarmup {
+		c.lossy = true // nothing known yet: the first loss must not cost a round trip
+		return true
 	}
 	est := c.tracker.LinkLoss()
 	if c.lossy {
@@ -829,25 +851,45 @@ func (c *Channel) redundancyOn() bool {
 	return c.lossy
 }
 
+// copyMissTarget is how rarely RedundancyAdaptive lets a message and all
+// its copies be lost: once in a hundred, which keeps a 10 %-loss link at
+// one copy per message (the bytes goal: 1.5× kcp-go's); eagerMissTarget is
+// RedundancyEager's, once in 10,000. On an ordered stream one miss holds
+// back every message behind it for a loss verdict's round trip, so the
+// eager target sits far below the 1 % of a p99.
+const (
+	copyMissTarget  = 1e-2
+	eagerMissTarget = 1e-4
+)
+
 // copyBounds returns how many copies one transmission of a message may
 // get and how long after it (sendSlot.txAt) the last may leave: for
-// RedundancyAdaptive, the fewest copies k with LinkLoss^(k+1) ≤ 1/1000
-// (in [1, MaxCopies]) and the time its ack should be back, SRTT plus the
-// peer's ack delay (no bound before an RTT sample); for RedundancyAlways,
+// RedundancyAdaptive and RedundancyEager, the fewest copies k with
+// LinkLoss^(k+1) at most the mode's miss target
+// (in [1, MaxCopies]) and the time its ack can first be back, the smallest
+// RTT sample plus the peer's ack delay (no bound before an RTT sample): a
+// copy that would leave later than that races its own ack, and on a
+// jittery path about half of those copies would follow an ack already on
+// its way (SRTT is the middle of the spread, not its start). For RedundancyAlways,
 // no bound. O(MaxCopies).
 func (c *Channel) copyBounds() (maxCopies uint8, ackDue time.Duration) {
-	if c.cfg.Redundancy != RedundancyAdaptive {
+	target := copyMissTarget
+	switch c.cfg.Redundancy {
+	case RedundancyAdaptive:
+	case RedundancyEager:
+		target = eagerMissTarget
+	default:
 		return math.MaxUint8, math.MaxInt64
 	}
 	p := c.tracker.LinkLoss()
 	k, miss := uint8(1), p*p
-	for miss > 1e-3 && k < MaxCopies {
+	for miss > target && k < MaxCopies {
 		miss *= p
 		k++
 	}
 	ackDue = math.MaxInt64
 	if rtt := c.tracker.RTT(); rtt.HasSample() {
-		ackDue = rtt.Smoothed() + c.tracker.PeerAckDelay()
+		ackDue = min(rtt.Smoothed(), rtt.Min()) + c.tracker.PeerAckDelay()
 	}
 	return k, ackDue
 }

@@ -52,13 +52,23 @@ const (
 	// RedundancyAdaptive (the default): copies ride only while the link
 	// shows loss — from the first loss verdict (within the Flush that
 	// learns of it) until the loss estimate (ChannelStats.LossEstimate,
-	// which takes spurious losses back) falls below RedundancyOffBelow —
+	// which takes spurious losses back) falls below RedundancyOffBelow,
+	// and during a session's first 32 datagram verdicts, before the
+	// estimate knows anything —
 	// and a message gets at most as many copies as the estimate calls for
 	// (enough that all of them and the original are lost less than once in
-	// a thousand, at least one, at most MaxCopies), none once its ack
-	// should be back (its last transmission plus the smoothed RTT and the
-	// peer's ack delay). A lossless link carries no copies at all.
+	// a hundred, at least one, at most MaxCopies), none once its ack could
+	// be back (its last transmission plus the smallest RTT sample and the
+	// peer's ack delay). A lossless link carries no copies at all. At 10 %
+	// loss that is one copy of each message, at 20 % two.
 	RedundancyAdaptive RedundancyMode = iota
+	// RedundancyEager is RedundancyAdaptive with copies enough that a
+	// message and all its copies are lost less than once in 10,000 (three
+	// at 10 % loss, five at 20 %, still none past the ack's due time): the
+	// tail of RedundancyAlways on a lossy link, no copies on a clean one.
+	// With RedundancyInterval below a tick it is the low-latency end of
+	// the latency–bytes frontier (docs/TUNING.md).
+	RedundancyEager
 	// RedundancyAlways: copies ride on every link, each message again
 	// every RedundancyInterval until acked (the behaviour before
 	// RedundancyAdaptive): the lowest tail latency, the most bytes.
@@ -86,6 +96,8 @@ func (m RedundancyMode) String() string {
 	switch m {
 	case RedundancyAdaptive:
 		return "adaptive"
+	case RedundancyEager:
+		return "eager"
 	case RedundancyAlways:
 		return "always"
 	case RedundancyOff:
@@ -155,8 +167,9 @@ type Config struct {
 	RedundancyInterval time.Duration
 
 	// Redundancy says when redundant copies ride: RedundancyAdaptive (the
-	// zero value) only while the link shows loss, RedundancyAlways on
-	// every link, RedundancyOff never. RedundancyBytes NoRedundancy also
+	// zero value) and RedundancyEager only while the link shows loss (one
+	// lean on bytes, one on tail latency), RedundancyAlways on every link,
+	// RedundancyOff never. RedundancyBytes NoRedundancy also
 	// turns them off, whatever the mode.
 	Redundancy RedundancyMode
 
