@@ -254,7 +254,7 @@ const windowOff = AckWindow + 1
 // every header over them touches one small array.
 type lostSeq struct {
 	sentAt  time.Duration // when it was sent
-	verdict uint64        // SendTracker.verdicts after its own verdict, for LinkLoss
+	verdict uint32        // low 32 bits of SendTracker.verdicts after its own verdict, for LinkLoss (16 bytes in all)
 	cause   Cause
 	rules   uint8 // the rules (rulePacket, ruleTime, ruleWindow) that declared it
 	back    uint8 // how far behind the largest acked seq it was, capped at 255
@@ -753,7 +753,7 @@ func (t *SendTracker) spurious(now time.Duration, e *lostSeq) {
 	// Take the loss back from LinkLoss: the estimate is linear in its
 	// inputs, and a loss instead of an ack added linkLossGain at its
 	// verdict, decayed by (1 − gain) per verdict since.
-	t.linkLoss = max(0, t.linkLoss-linkLossGain*math.Pow(1-linkLossGain, float64(t.verdicts-e.verdict)))
+	t.linkLoss = max(0, t.linkLoss-linkLossGain*math.Pow(1-linkLossGain, float64(uint32(t.verdicts)-e.verdict)))
 	t.stats.SpuriousLosses++
 	t.stats.spuriousBy[e.cause]++
 	if e.rules&rulePacket != 0 {
@@ -885,7 +885,7 @@ func (t *SendTracker) lose(dst []Event, seq wire.Seq, slot *sentSeq, cause Cause
 	dst = t.resolveSlot(dst, seq, slot, false, cause)
 	t.lost[t.lostNext] = lostSeq{
 		sentAt:  sentAt,
-		verdict: t.verdicts,
+		verdict: uint32(t.verdicts),
 		cause:   cause,
 		rules:   rules,
 		back:    uint8(min(behind, 255)),

@@ -49,7 +49,7 @@ func BenchmarkRedundancy(b *testing.B) {
 		for _, c := range []struct {
 			mode RedundancyMode
 			red  int
-		}{{RedundancyOff, 0}, {RedundancyAdaptive, 128}, {RedundancyAdaptive, 512}, {RedundancyAlways, 128}, {RedundancyAlways, 512}} {
+		}{{RedundancyOff, 0}, {RedundancyAdaptive, 128}, {RedundancyAdaptive, 512}, {RedundancyEager, 512}, {RedundancyAlways, 128}, {RedundancyAlways, 512}} {
 			name := fmt.Sprintf("loss=%g/mode=%v/redundancy=%d", loss*100, c.mode, c.red)
 			b.Run(name, func(b *testing.B) {
 				var lat []time.Duration
