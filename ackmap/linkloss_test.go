@@ -43,7 +43,7 @@ func TestLinkLossTakesBackSpurious(t *testing.T) {
 		s, evs = tr.Send(evs[:0], now, NoRecord)
 		seqs = append(seqs, s)
 	}
-	evs, _ = tr.OnAck(evs[:0], now+50*ms, seqs[4], 0b0111) // seqs[0] missing: lost by the packet threshold
+	_, _ = tr.OnAck(evs[:0], now+50*ms, seqs[4], 0b0111) // seqs[0] missing: lost by the packet threshold
 	want := linkLossGain * math.Pow(1-linkLossGain, 4)
 	if got := tr.LinkLoss(); math.Abs(got-want) > 1e-9 {
 		t.Fatalf("one real loss then 4 acks: link loss %g, want %g", got, want)

@@ -309,12 +309,20 @@ func run(ctx context.Context, s Scenario) (Result, error) {
 		}
 		return c, nil
 	}
-	closeRest := func(clientHalf) int64 {
+	var redundant int64
+	closeRest := func(c clientHalf) int64 {
 		srv.close()
 		relay.Close()
+		for _, h := range []any{c, srv} {
+			if r, ok := h.(interface{ redundantBytes() int64 }); ok {
+				redundant += r.redundantBytes()
+			}
+		}
 		return int64(relay.Stats().WireBytes())
 	}
-	return echoRow(ctx, s, res, open, closeRest)
+	res, err := echoRow(ctx, s, res, open, closeRest)
+	res.RedundantBytes = redundant
+	return res, err
 }
 
 // echoRow runs the echo profile of s (defaults applied) and measures it
