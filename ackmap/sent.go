@@ -3,6 +3,7 @@ package ackmap
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tickwire/tickwire/wire"
@@ -137,6 +138,19 @@ type SendStats struct {
 	Timeouts         uint64  // Expire calls that declared at least one loss by time-out
 	LossRate         float64 // exponentially weighted (gain 1/64) fraction of verdicts that were losses
 
+	// LinkLoss estimates the link's real loss: the exponentially weighted
+	// (gain 1/32) fraction of verdicts that were losses, with each loss a
+	// later ack header showed spurious (SpuriousLosses) taken back exactly
+	// — as if that verdict had been an ack. On a lossless link that
+	// reorders or delays acks it returns to 0 within a round trip of each
+	// spurious verdict, where LossRate keeps the spurious ones. One real
+	// loss lifts it by about 1/32. SendTracker.LinkLoss reads it alone.
+	LinkLoss float64
+	// PeerAckDelay is the largest ack delay the peer reported recently
+	// (OnAckDelayed), decaying by an eighth per header: it is added to
+	// the retransmission time-out, as QUIC adds max_ack_delay.
+	PeerAckDelay time.Duration
+
 	// SpuriousLosses counts seqs declared lost that a later ack header
 	// showed had arrived (the ack itself or its ack bit), each once; the
 	// verdict stands. Only the last 64 losses are remembered, so a header
@@ -239,10 +253,11 @@ const windowOff = AckWindow + 1
 // absolute index is kept apart, in SendTracker.lostAbs, so the walk of
 // every header over them touches one small array.
 type lostSeq struct {
-	sentAt time.Duration // when it was sent
-	cause  Cause
-	rules  uint8 // the rules (rulePacket, ruleTime, ruleWindow) that declared it
-	back   uint8 // how far behind the largest acked seq it was, capped at 255
+	sentAt  time.Duration // when it was sent
+	verdict uint32        // low 32 bits of SendTracker.verdicts after its own verdict, for LinkLoss (16 bytes in all)
+	cause   Cause
+	rules   uint8 // the rules (rulePacket, ruleTime, ruleWindow) that declared it
+	back    uint8 // how far behind the largest acked seq it was, capped at 255
 }
 
 // revealedAbs marks a remembered loss an ack already showed arrived: newer
@@ -330,7 +345,17 @@ type SendTracker struct {
 	rtt     RTT
 	backoff int // multiplier on the RTO, 1..maxBackoff
 	stats   SendStats
+
+	// The link-loss estimate (SendStats.LinkLoss): verdicts counts every
+	// seq verdict so far, so a spurious loss can be taken back with its
+	// decayed weight; ackDelay is SendStats.PeerAckDelay.
+	linkLoss float64
+	verdicts uint64
+	ackDelay time.Duration
 }
+
+// linkLossGain is the gain of the LinkLoss estimate per verdict.
+const linkLossGain = 1.0 / 32
 
 // NewSendTracker returns a tracker whose first seq is first. Pick first at
 // random per session (it costs nothing and makes blind injection harder).
@@ -395,8 +420,21 @@ func (t *SendTracker) Stats() SendStats {
 	s.ReorderThreshold = t.pktThresh
 	s.TimeThreshold = float64(t.timeEighths) / 8
 	s.LossDelay = t.lossDelay()
+	s.LinkLoss = t.linkLoss
+	s.PeerAckDelay = t.ackDelay
 	return s
 }
+
+// LinkLoss returns the link-loss estimate (SendStats.LinkLoss) alone: a
+// field read, for a caller that checks it on every Flush.
+func (t *SendTracker) LinkLoss() float64 { return t.linkLoss }
+
+// Verdicts returns how many seqs have had a verdict (acked or lost) so
+// far: how much LinkLoss has seen. A field read.
+func (t *SendTracker) Verdicts() uint64 { return t.verdicts }
+
+// PeerAckDelay returns SendStats.PeerAckDelay alone: a field read.
+func (t *SendTracker) PeerAckDelay() time.Duration { return t.ackDelay }
 
 // RTT returns the round-trip estimator. The pointer is owned by the tracker
 // and valid for its lifetime; read it from the tracker's goroutine.
@@ -404,7 +442,8 @@ func (t *SendTracker) RTT() *RTT { return &t.rtt }
 
 // RTO returns the current retransmission time-out, including any back-off:
 // SRTT + max(1 ms, 4·RTTVAR) (RFC 6298), but never less than the time
-// threshold (SendStats.LossDelay) once there is an RTT sample — every
+// threshold (SendStats.LossDelay) once there is an RTT sample, plus the
+// peer's recent ack delay (SendStats.PeerAckDelay) — every
 // newly acked seq is a sample, so on a steady path RTTVAR alone would put
 // the time-out within a millisecond of the RTT, and one lost ack header
 // would time out a seq that arrived — clamped to [MinRTO, MaxRTO], times
@@ -412,7 +451,7 @@ func (t *SendTracker) RTT() *RTT { return &t.rtt }
 func (t *SendTracker) RTO() time.Duration {
 	rto := t.cfg.InitialRTO
 	if t.rtt.HasSample() {
-		rto = min(max(t.rtt.RTO(t.cfg.InitialRTO, t.cfg.MinRTO, t.cfg.MaxRTO), t.lossDelay()), t.cfg.MaxRTO)
+		rto = min(max(t.rtt.RTO(t.cfg.InitialRTO, t.cfg.MinRTO, t.cfg.MaxRTO), t.lossDelay())+t.ackDelay, t.cfg.MaxRTO)
 	}
 	return min(rto*time.Duration(t.backoff), t.cfg.MaxRTO)
 }
@@ -588,12 +627,26 @@ func (t *SendTracker) rttBase() time.Duration {
 //
 // An ack newer than the newest seq sent returns ErrAckUnsent and changes
 // nothing. Cost: O(seqs resolved + 33) amortised, at most SpanLimit; no
-// allocation beyond dst's growth.
+// allocation beyond dst's growth. OnAck is OnAckDelayed with no ack delay.
 func (t *SendTracker) OnAck(dst []Event, now time.Duration, ack wire.Seq, bits uint32) ([]Event, error) {
+	return t.OnAckDelayed(dst, now, ack, bits, 0)
+}
+
+// OnAckDelayed is OnAck for a header whose sender says the seq ack waited
+// ackDelay at its end before the header left (wire.ChannelHeader.AckDelay,
+// QUIC's ack_delay). Every RTT sample the header gives is taken with
+// ackDelay subtracted, but never below the smallest sample seen (a delay
+// larger than the round trip can explain is not believed in full); and
+// ackDelay feeds SendStats.PeerAckDelay, which the retransmission time-out
+// adds, so a delayed ack is not mistaken for a loss. A negative ackDelay
+// counts as 0. Cost as OnAck.
+func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq, bits uint32, ackDelay time.Duration) ([]Event, error) {
 	if !t.sentAny || ack.Newer(t.next-1) {
 		t.stats.AcksUnsent++
 		return dst, ErrAckUnsent
 	}
+	ackDelay = max(ackDelay, 0)
+	t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
 	if t.lostN > 0 {
 		t.findSpurious(now, ack, bits)
 	}
@@ -617,7 +670,7 @@ func (t *SendTracker) OnAck(dst []Event, now time.Duration, ack wire.Seq, bits u
 			back := ack.Sub(seq) // negative when the header is older than seq
 			switch {
 			case back == 0 || back > 0 && back < AckWindow && bits&(1<<uint(back-1)) != 0:
-				t.rtt.Sample(now - slot.sentAt)
+				t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
 				t.backoff = 1
 				dst = t.resolveSlot(dst, seq, slot, true, CauseNone)
 			case losing:
@@ -645,6 +698,19 @@ func (t *SendTracker) OnAck(dst []Event, now time.Duration, ack wire.Seq, bits u
 	}
 	t.advanceOldest()
 	return dst, nil
+}
+
+// adjusted is the RTT sample raw less the peer's ack delay, but not below
+// the smallest sample so far (nor below raw itself when raw is smaller).
+func (t *SendTracker) adjusted(raw, ackDelay time.Duration) time.Duration {
+	if ackDelay == 0 {
+		return raw
+	}
+	s := raw - ackDelay
+	if t.rtt.HasSample() && s < t.rtt.Min() {
+		s = min(raw, t.rtt.Min())
+	}
+	return max(s, 0)
 }
 
 // findSpurious counts the remembered losses that the header (ack, bits)
@@ -684,6 +750,10 @@ func (t *SendTracker) findSpurious(now time.Duration, ack wire.Seq, bits uint32)
 // sample: e was never re-sent, so it is valid, and it is the slow tail
 // that samples from seqs acked in time never show.
 func (t *SendTracker) spurious(now time.Duration, e *lostSeq) {
+	// Take the loss back from LinkLoss: the estimate is linear in its
+	// inputs, and a loss instead of an ack added linkLossGain at its
+	// verdict, decayed by (1 − gain) per verdict since.
+	t.linkLoss = max(0, t.linkLoss-linkLossGain*math.Pow(1-linkLossGain, float64(uint32(t.verdicts)-e.verdict)))
 	t.stats.SpuriousLosses++
 	t.stats.spuriousBy[e.cause]++
 	if e.rules&rulePacket != 0 {
@@ -811,15 +881,18 @@ func (t *SendTracker) NextExpiry() (at time.Duration, ok bool) {
 // behind the largest acked seq, rules which thresholds declared it.
 func (t *SendTracker) lose(dst []Event, seq wire.Seq, slot *sentSeq, cause Cause, behind int, rules uint8) []Event {
 	t.lostAbs[t.lostNext] = t.absNext - uint64(uint16(t.next-seq))
+	sentAt := slot.sentAt // resolveSlot frees the slot
+	dst = t.resolveSlot(dst, seq, slot, false, cause)
 	t.lost[t.lostNext] = lostSeq{
-		sentAt: slot.sentAt,
-		cause:  cause,
-		rules:  rules,
-		back:   uint8(min(behind, 255)),
+		sentAt:  sentAt,
+		verdict: uint32(t.verdicts),
+		cause:   cause,
+		rules:   rules,
+		back:    uint8(min(behind, 255)),
 	}
 	t.lostNext = (t.lostNext + 1) & (lostMemory - 1)
 	t.lostN = min(t.lostN+1, lostMemory)
-	return t.resolveSlot(dst, seq, slot, false, cause)
+	return dst
 }
 
 // resolveSlot is resolve with seq's ring slot already looked up.
@@ -829,14 +902,17 @@ func (t *SendTracker) resolveSlot(dst []Event, seq wire.Seq, slot *sentSeq, acke
 	t.pending--
 
 	ev := Event{Kind: SeqAcked, Cause: cause, Seq: seq, SentAt: s.sentAt} // 24 bytes: fields ordered to pack
+	t.verdicts++
 	if acked {
 		t.stats.Acked++
 		t.stats.LossRate -= t.stats.LossRate / 64
+		t.linkLoss -= t.linkLoss * linkLossGain
 	} else {
 		ev.Kind = SeqLost
 		t.stats.Lost++
 		t.stats.lostBy[cause]++
 		t.stats.LossRate += (1 - t.stats.LossRate) / 64
+		t.linkLoss += (1 - t.linkLoss) * linkLossGain
 	}
 	if s.record == 0 {
 		return append(dst, ev)

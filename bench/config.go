@@ -88,6 +88,13 @@ func peerConfig(s Scenario) PeerConfig {
 		set["ack_max_in_flight"] = inFlight(ackmap.DefaultMaxInFlight)
 		switch s.Profile {
 		case ProfileEcho, ProfileLoad:
+			if s.Profile == ProfileEcho {
+				set["redundancy"] = s.Redundancy.String() + " (transport.Config.Redundancy)"
+				set["redundancy_interval"] = transport.DefaultRedundancyInterval.String() + " (default)"
+				if s.RedundancyInterval != 0 {
+					set["redundancy_interval"] = s.RedundancyInterval.String() + " (--redundancy-interval)"
+				}
+			}
 			set["loop"] = fmt.Sprintf("event-driven Poll/Flush per end (Endpoint.Wait until Endpoint.NextDeadline, at most %v)", loopTick())
 			set["stream"] = "1, reliable-ordered"
 			set["socket"] = "transport/socket/udp (batched), default buffers"

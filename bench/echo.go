@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tickwire/tickwire/transport"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -134,6 +135,14 @@ type Scenario struct {
 	// congestion controller and flow-control windows bound what is in
 	// flight).
 	MaxInFlight int
+	// RedundancyInterval is tickwire's transport.Config.RedundancyInterval
+	// on both ends (echo only; 0: the default, one 60 Hz tick; range [0,
+	// 1 s]): the spacing of redundant copies. The other transports ignore
+	// it.
+	RedundancyInterval time.Duration
+	// Redundancy is tickwire's transport.Config.Redundancy on both ends
+	// (echo only; the zero value is the default, adaptive).
+	Redundancy transport.RedundancyMode
 }
 
 func (s Scenario) withDefaults() Scenario {
@@ -199,6 +208,10 @@ func (s Scenario) Validate() error {
 		return bad("peers × count %d above %d", int64(s.Peers)*int64(s.Count), MaxActionInputs)
 	case s.FrameCapacity != 0 && (s.FrameCapacity < rollback.MinFrameCapacity || s.FrameCapacity > rollback.MaxFrameCapacity):
 		return bad("frame capacity %d not 0 or in [%d, %d]", s.FrameCapacity, rollback.MinFrameCapacity, rollback.MaxFrameCapacity)
+	case s.Redundancy > transport.RedundancyOff:
+		return bad("redundancy mode %d not a transport.RedundancyMode", s.Redundancy)
+	case s.RedundancyInterval < 0 || s.RedundancyInterval > time.Second:
+		return bad("redundancy interval %v not in [0, 1s]", s.RedundancyInterval)
 	case s.MaxInFlight < 0 || s.MaxInFlight > ackmap.MaxInFlightLimit:
 		return bad("max in flight %d not in [0, %d]", s.MaxInFlight, ackmap.MaxInFlightLimit)
 	case s.Duration <= 0 || s.Duration > MaxDuration:
@@ -280,7 +293,7 @@ func run(ctx context.Context, s Scenario) (Result, error) {
 	link := s.Link.config()
 	open := func(onEcho func([]byte)) (clientHalf, error) {
 		var err error
-		if srv, err = t.listen(listenConfig{addr: netip.MustParseAddrPort("127.0.0.1:0"), mtu: s.MTU, maxInFlight: s.MaxInFlight}); err != nil {
+		if srv, err = t.listen(listenConfig{addr: netip.MustParseAddrPort("127.0.0.1:0"), mtu: s.MTU, maxInFlight: s.MaxInFlight, redundancyInterval: s.RedundancyInterval, redundancy: s.Redundancy}); err != nil {
 			return nil, err
 		}
 		relay, err = NewRelay(RelayConfig{Target: srv.addr(), Up: link, Down: link, Seed: s.Link.Seed})
@@ -288,7 +301,7 @@ func run(ctx context.Context, s Scenario) (Result, error) {
 			srv.close()
 			return nil, err
 		}
-		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, maxInFlight: s.MaxInFlight, onEcho: onEcho,
+		c, err := t.dial(ctx, dialConfig{server: relay.Addr(), mtu: s.MTU, maxInFlight: s.MaxInFlight, redundancyInterval: s.RedundancyInterval, redundancy: s.Redundancy, onEcho: onEcho,
 			connectTimeout: DefaultConnectTimeout, serverKey: serverKeyOf(srv)})
 		if err != nil {
 			srv.close()
@@ -297,12 +310,20 @@ func run(ctx context.Context, s Scenario) (Result, error) {
 		}
 		return c, nil
 	}
-	closeRest := func(clientHalf) int64 {
+	var redundant int64
+	closeRest := func(c clientHalf) int64 {
 		srv.close()
 		relay.Close()
+		for _, h := range []any{c, srv} {
+			if r, ok := h.(interface{ redundantBytes() int64 }); ok {
+				redundant += r.redundantBytes()
+			}
+		}
 		return int64(relay.Stats().WireBytes())
 	}
-	return echoRow(ctx, s, res, open, closeRest)
+	res, err := echoRow(ctx, s, res, open, closeRest)
+	res.RedundantBytes = redundant
+	return res, err
 }
 
 // echoRow runs the echo profile of s (defaults applied) and measures it

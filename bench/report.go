@@ -231,8 +231,8 @@ func tables(rs []Result) []table {
 		out = append(out, tp)
 	}
 
-	ct := table{section: "cost", title: "cost: wire bytes (UDP payload, both ends), CPU (whole process) and allocations of every row",
-		header: []string{"profile", "loss%", "transport", "delivery", "wire/payload", "wire B/msg", "cpu s", "allocs/msg", "notes"}}
+	ct := table{section: "cost", title: "cost: wire bytes (UDP payload, both ends; redund B: tickwire's redundant copies per msg), CPU and allocations",
+		header: []string{"profile", "loss%", "transport", "delivery", "wire/payload", "wire B/msg", "redund B", "cpu s", "allocs/msg", "notes"}}
 	for _, r := range rows {
 		f := r.First()
 		loss, _ := linkCells(f)
@@ -254,10 +254,14 @@ func tables(rs []Result) []table {
 			overhead = "-"
 		}
 		perMsg := stat(bytesPerMsg, 0)
+		redund := stat(func(x Result) float64 { return float64(x.RedundantBytes) / float64(max(x.Sent, 1)) }, 0)
 		if f.Sent == 0 {
 			perMsg = "-"
 		}
-		ct.rows = append(ct.rows, []string{f.Profile, loss, f.Transport, deliveryCell(f), overhead, perMsg,
+		if f.Sent == 0 || f.Transport != Tickwire || f.Profile != ProfileEcho {
+			redund = "-"
+		}
+		ct.rows = append(ct.rows, []string{f.Profile, loss, f.Transport, deliveryCell(f), overhead, perMsg, redund,
 			stat(func(x Result) float64 { return x.CPUSeconds }, 2), stat(func(x Result) float64 { return x.AllocsPerMsg }, 1), notesCell(r)})
 		ct.failed = append(ct.failed, r.Failed() > 0)
 	}

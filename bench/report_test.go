@@ -50,7 +50,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		slices.Sort(k)
 		return k
 	}
-	want := []string{"allocs_per_msg", "config", "cpu_seconds", "delivered", "delivery", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "not_supported", "payload_bytes", "peak_rss_bytes", "peers", "profile", "refused", "rep", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
+	want := []string{"allocs_per_msg", "config", "cpu_seconds", "delivered", "delivery", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "not_supported", "payload_bytes", "peak_rss_bytes", "peers", "profile", "redundant_bytes", "refused", "rep", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
 	if got := keys(rows[0]); !slices.Equal(got, want) {
 		t.Errorf("row keys %v, want %v", got, want)
 	}
@@ -152,7 +152,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	tables, notes := textTables(buf.String())
 	lat := tables["echo: round-trip latency in ms, link delay ± jitter in ms one way"]
-	cost := tables["cost: wire bytes (UDP payload, both ends), CPU (whole process) and allocations of every row"]
+	cost := tables["cost: wire bytes (UDP payload, both ends; redund B: tickwire's redundant copies per msg), CPU and allocations"]
 	if len(tables) != 2 || len(lat) != 6 || len(cost) != 6 || len(notes) != 0 {
 		t.Fatalf("tables %q, notes %q:\n%s", tables, notes, buf.String())
 	}
@@ -178,6 +178,13 @@ func TestWriteTable(t *testing.T) {
 		}
 		if got := cellOf(cost[0], cost[i+1], "wire B/msg"); got != "250" {
 			t.Errorf("cost row %d wire B/msg %q", i, got)
+		}
+		want := "0" // tickwire's rows; kcp says nothing of its copies
+		if i%2 == 1 {
+			want = "-"
+		}
+		if got := cellOf(cost[0], cost[i+1], "redund B"); got != want {
+			t.Errorf("cost row %d redund B %q, want %q", i, got, want)
 		}
 	}
 

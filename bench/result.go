@@ -64,6 +64,10 @@ type Result struct {
 	// headers not. For a RunClient row: the bytes the client's socket sent
 	// and received (see RunClient).
 	WireBytes int64 `json:"wire_bytes"`
+	// RedundantBytes are the frame bytes of tickwire's redundant copies
+	// among WireBytes, both ends (transport.ChannelStats.RedundantBytes;
+	// echo; 0 for the other transports and profiles, which do not say).
+	RedundantBytes int64 `json:"redundant_bytes"`
 	// CPUSeconds is process-wide user+system CPU time over the row
 	// (getrusage RUSAGE_SELF): both ends, the relay and the profile.
 	CPUSeconds float64 `json:"cpu_seconds"`

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/tickwire/tickwire/transport"
 	"slices"
 	"time"
 )
@@ -60,6 +61,9 @@ type Suite struct {
 	// apply to actions, and MaxInFlight to echo too).
 	FrameCapacity int
 	MaxInFlight   int
+	// RedundancyInterval goes to every echo row (see Scenario).
+	RedundancyInterval time.Duration
+	Redundancy         transport.RedundancyMode
 }
 
 // DefaultSuite returns the suite `tickwire bench` runs with no flags:
@@ -96,6 +100,7 @@ func (s Suite) Scenarios() []Scenario {
 			Count: s.Count, Rate: s.Rate, Size: s.Size, MTU: s.MTU, Drain: s.Drain,
 			Duration: s.Duration, Bytes: s.Bytes, Peers: s.Peers,
 			FrameCapacity: s.FrameCapacity, MaxInFlight: s.MaxInFlight,
+			RedundancyInterval: s.RedundancyInterval, Redundancy: s.Redundancy,
 		}
 	}
 	for _, profile := range s.Profiles {

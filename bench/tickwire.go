@@ -100,7 +100,7 @@ func (tickwireTransport) listen(cfg listenConfig) (serverHalf, error) {
 		return nil, fmt.Errorf("bench: tickwire server socket: %w", err)
 	}
 	s := &tickwireServer{sock: sock, h: &tickwireEcho{}, stop: make(chan struct{}), done: make(chan struct{})}
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}, MaxPeers: transport.MaxPeersLimit}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}, MaxPeers: transport.MaxPeersLimit}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	ecfg.PrivateKey = cfg.privateKey
 	ep, err := transport.Listen(sock, ecfg, s.h)
@@ -118,7 +118,14 @@ func (s *tickwireServer) serve(ep *transport.Endpoint) {
 	defer close(s.done)
 	defer ep.Close()
 	tickLoop(ep, time.Now(), s.stop, nil)
+	for _, p := range ep.Peers(nil) {
+		s.h.count(p)
+	}
 }
+
+// redundantBytes returns the redundant-copy bytes the server sent, once
+// it is closed.
+func (s *tickwireServer) redundantBytes() int64 { return s.h.redundant.Load() }
 
 func (s *tickwireServer) addr() netip.AddrPort { return s.sock.LocalAddr() }
 
@@ -138,7 +145,25 @@ func (s *tickwireServer) close() error {
 type tickwireEcho struct {
 	transport.NopHandler
 	sessions, echoed atomic.Uint64
+	// redundant sums the redundant-copy bytes of every session that
+	// ended (counted once each, on the loop goroutine): read it after
+	// the server closed.
+	redundant atomic.Int64
+	counted   map[*transport.Peer]bool
 }
+
+// count adds p's redundant bytes to h.redundant, once per session.
+func (h *tickwireEcho) count(p *transport.Peer) {
+	if h.counted == nil {
+		h.counted = map[*transport.Peer]bool{}
+	}
+	if !h.counted[p] {
+		h.counted[p] = true
+		h.redundant.Add(int64(p.Channel().Stats().RedundantBytes))
+	}
+}
+
+func (h *tickwireEcho) OnDisconnect(p *transport.Peer, _ wire.DisconnectReason) { h.count(p) }
 
 func (h *tickwireEcho) OnConnect(*transport.Peer) { h.sessions.Add(1) }
 
@@ -159,6 +184,7 @@ type tickwireClient struct {
 	start     time.Time
 	remote    bool
 	connected atomic.Bool
+	redundant atomic.Int64 // redundant-copy bytes sent, set when the loop ends
 	stop      chan struct{}
 	done      chan struct{}
 	once      sync.Once
@@ -177,7 +203,7 @@ func (tickwireTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, 
 	}
 	c := &tickwireClient{sock: sock, onEcho: cfg.onEcho, start: time.Now(), remote: cfg.remote,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu}, ServerKey: cfg.serverKey}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}, ServerKey: cfg.serverKey}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	c.ep, err = transport.Dial(sock, cfg.server, ecfg, tickwireClientHandler{c: c}, 0)
 	if err != nil {
@@ -215,7 +241,14 @@ func (c *tickwireClient) run() {
 	if c.remote {
 		c.goodbye()
 	}
+	if p := c.ep.Remote(); p != nil {
+		c.redundant.Store(int64(p.Channel().Stats().RedundantBytes))
+	}
 }
+
+// redundantBytes returns the redundant-copy bytes the client sent, once
+// it is closed.
+func (c *tickwireClient) redundantBytes() int64 { return c.redundant.Load() }
 
 // goodbye ends the session in order: a Disconnect frame on each of the
 // next DisconnectRepeats ticks, then the session is gone on both sides.

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/tickwire/tickwire/transport"
 )
 
 // Transport names: the peers, each a named configuration of one
@@ -140,6 +142,11 @@ type listenConfig struct {
 	maxInFlight int
 	// privateKey is a tickwire server's static key (nil: a fresh one).
 	privateKey *ecdh.PrivateKey
+	// redundancyInterval is tickwire's Config.RedundancyInterval (0: the
+	// default); the other transports ignore it. redundancy is its
+	// Config.Redundancy.
+	redundancyInterval time.Duration
+	redundancy         transport.RedundancyMode
 }
 
 // dialConfig is what a client half needs.
@@ -149,6 +156,9 @@ type dialConfig struct {
 	server      netip.AddrPort
 	mtu         int // largest datagram sent (UDP payload)
 	maxInFlight int // as listenConfig.maxInFlight
+	// redundancyInterval and redundancy are as listenConfig's.
+	redundancyInterval time.Duration
+	redundancy         transport.RedundancyMode
 	// onEcho receives every message echoed back, one call at a time (on
 	// one goroutine of the client's; quic-streams, which reads each echo
 	// on its stream's goroutine, serialises the calls with a mutex); p is

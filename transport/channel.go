@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tickwire/tickwire/ackmap"
@@ -132,6 +133,17 @@ type Channel struct {
 	events   []ackmap.Event
 	ackDirty bool // a fresh datagram with frames arrived since our last send
 	unacked  int  // fresh datagrams with frames received since our last send
+	// ackDueAt is when the ack ackDirty owes must leave, in a standalone
+	// ack if nothing else has carried it (Config.AckDelay); newestAt is
+	// when the newest seq in history arrived, for the header's ack delay.
+	ackDueAt time.Duration
+	newestAt time.Duration
+	// newestAcked: a datagram acking the newest seq has left since it
+	// arrived, so later headers state no ack delay (nothing new to time).
+	newestAcked bool
+	// lossy is adaptive redundancy's switch (Config.Redundancy), with
+	// hysteresis on the tracker's LinkLoss.
+	lossy bool
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -381,8 +393,8 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.flushRedundant()
 	switch {
 	case c.cur != nil || c.sentAny:
-	case c.ackDirty:
-		c.room(0) // a standalone ack: a datagram with no frames (S-B4)
+	case c.ackDirty && now >= c.ackDueAt:
+		c.room(0) // a standalone ack: a datagram with no frames (S-B4), once due (Config.AckDelay)
 	case now-c.lastSend >= KeepAliveInterval && c.room(wire.KeepAliveFrameLen):
 		c.cur = wire.AppendKeepAliveFrame(c.cur, wire.KeepAliveFrame{})
 		c.curFrame++
@@ -441,7 +453,9 @@ func (c *Channel) Stalled() error {
 // old: from RedundancyInterval on, the copy rides in whatever datagram a
 // Flush sends, and the extra quarter lets it ride in the game's next one
 // rather than leave alone microseconds before it — a 60 Hz game's next
-// message is due one interval after the last), a loss verdict by time (the SendTracker's next
+// message is due one interval after the last; with RedundancyAdaptive only
+// while the link is lossy and within the copy bounds), a delayed ack's due
+// time (Config.AckDelay), a loss verdict by time (the SendTracker's next
 // expiry, which also frees the in-flight window that held anything back),
 // a partial reassembly's expiry, a stall warning or StallTimeout, and the
 // keep-alive (KeepAliveInterval after the last datagram sent), which
@@ -450,10 +464,16 @@ func (c *Channel) Stalled() error {
 // event loop sleep until something is due instead of waking on a fixed
 // period. Cost: O(streams + unacked reliable messages), no allocation.
 func (c *Channel) NextDeadline() (time.Duration, bool) {
-	if c.flushes == 0 || c.wantFlush || c.budgetHit || c.ackDirty || c.closing {
+	if c.flushes == 0 || c.wantFlush || c.budgetHit || c.closing {
 		return c.now, true
 	}
 	at := c.lastSend + KeepAliveInterval
+	if c.ackDirty {
+		if c.ackDueAt <= c.now {
+			return c.now, true
+		}
+		at = min(at, c.ackDueAt)
+	}
 	if t, ok := c.tracker.NextExpiry(); ok {
 		at = min(at, t)
 	}
@@ -471,7 +491,7 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 			at = min(at, t) // once passed, Stalled says so: no timer left
 		}
 	}
-	if budget := c.cfg.RedundancyBytes; budget > 0 && c.cfg.RedundancyInterval > 0 {
+	if budget := c.cfg.RedundancyBytes; budget > 0 && c.cfg.RedundancyInterval > 0 && c.redundancyOn() {
 		// (With RedundancyInterval 0 copies ride every Flush, whenever it
 		// runs: they set no time of their own.)
 		// A copy already due rode nowhere in the last Flush for lack of
@@ -479,13 +499,17 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 		// in-flight window keeps it back (then it waits for an ack or a
 		// verdict, or rides with other traffic).
 		own := c.tracker.InFlightRoom() > c.inFlightMargin()
+		maxCopies, ackDue := c.copyBounds()
 		for _, rs := range c.reliable {
 			for id := rs.oldest; id != rs.next; id++ {
 				sl := rs.slot(id)
-				if sl == nil || !sl.sent || sl.frag != nil || len(sl.buf) > budget {
+				if sl == nil || !sl.sent || sl.frag != nil || len(sl.buf) > budget || sl.copies >= maxCopies {
 					continue
 				}
 				t := sl.lastSentAt + c.cfg.RedundancyInterval + c.cfg.RedundancyInterval/4 // see the doc comment
+				if max(t, c.now)-sl.txAt >= ackDue {
+					continue // its ack is due first: no copy (as flushRedundant judges at max(t, now))
+				}
 				if t <= c.now {
 					if !own {
 						continue
@@ -622,6 +646,7 @@ func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 		c.curFrame++
 		c.note(manifestEntry{id: sl.id, stream: s})
 		sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
+		sl.txAt, sl.copies = c.now, 0
 		c.cursor[s] = id + 1
 		return sendProgress
 	}
@@ -759,23 +784,33 @@ func (c *Channel) compactArena() {
 }
 
 // flushRedundant lets unacked small reliable messages ride again, oldest
-// first, each at most once per Flush and once per RedundancyInterval (a
-// duration, so a loop that Flushes every millisecond sends no more copies
-// than a 60 Hz one): in the room this Flush's last datagram has left, up to
-// RedundancyBytes, or — if nothing else went out — in a datagram of their
-// own while the in-flight window has room. A lost message then costs one
-// interval, not a loss verdict's round trip.
+// first, each at most once per Flush and about once per RedundancyInterval
+// (a duration, so a loop that Flushes every millisecond sends no more
+// copies than a 60 Hz one): in the room this Flush's last datagram has
+// left, up to RedundancyBytes, once 3/4 of the interval has passed since
+// the message last went (so a game whose messages leave 16 or 17 ms apart
+// at 60 Hz carries each copy in its next datagram), or — if nothing else
+// went out — in a datagram of its own once 5/4 of it has (the game's next
+// datagram was due before that; NextDeadline wakes the loop then), while
+// the in-flight window has room. A lost message then costs one interval,
+// not a loss verdict's round trip.
 func (c *Channel) flushRedundant() {
 	budget := c.cfg.RedundancyBytes
-	if budget <= 0 || (c.cur == nil && c.sentAny) {
+	if budget <= 0 || (c.cur == nil && c.sentAny) || !c.redundancyOn() {
 		return
 	}
+	maxCopies, ackDue := c.copyBounds()
+	ival := c.cfg.RedundancyInterval
+	ride, alone := ival-ival/4, ival+ival/4 // see the doc comment
 	for s, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
 			sl := rs.slot(id)
 			if sl == nil || !sl.sent || sl.frag != nil || sl.lastSent == c.flushes || len(sl.buf) > budget ||
-				c.now-sl.lastSentAt < c.cfg.RedundancyInterval {
+				c.now-sl.lastSentAt < ride || sl.copies >= maxCopies || c.now-sl.txAt >= ackDue {
 				continue
+			}
+			if c.cur == nil && c.now-sl.lastSentAt < alone {
+				continue // not yet worth a datagram of its own
 			}
 			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.limit || c.man.n == manifestCap) {
 				return // this Flush's redundancy budget is spent
@@ -794,9 +829,108 @@ func (c *Channel) flushRedundant() {
 			c.curRedun += len(sl.buf)
 			c.note(manifestEntry{id: sl.id, stream: uint8(s)})
 			sl.lastSent, sl.lastSentAt = c.flushes, c.now
+			sl.copies++
 			c.stats.RedundantCopies++
+			c.stats.RedundantBytes += uint64(len(sl.buf))
 		}
 	}
+}
+
+// redundancyWarmup is how many datagram verdicts the loss estimate needs
+// before adaptive redundancy trusts it to say "clean": until then copies
+// ride (as many as the estimate calls for, at least one), since a loss
+// early in a session — when the estimate knows nothing — would otherwise
+// cost a loss verdict's round trip, and every ordered message behind it
+// with it. One over the estimate's gain: about half a second at 60 Hz.
+const redundancyWarmup = 32
+
+// redundancyOn reports whether redundant copies may ride now
+// (Config.Redundancy): always, never, or — adaptive — while the link shows
+// loss: from the start until the estimate has seen redundancyWarmup
+// verdicts, then switched on at RedundancyOnAbove and off below
+// RedundancyOffBelow of the tracker's LinkLoss, which a loss verdict
+// lifts at once (so the Flush that learns of a loss already sends copies)
+// and a spurious one gives back. O(1).
+func (c *Channel) redundancyOn() bool {
+	switch c.cfg.Redundancy {
+	case RedundancyAlways:
+		return true
+	case RedundancyOff:
+		return false
+	}
+	if c.tracker.Verdicts() < redundancyWarmup {
+		c.lossy = true // nothing known yet: the first loss must not cost a round trip
+		return true
+	}
+	est := c.tracker.LinkLoss()
+	if c.lossy {
+		c.lossy = est >= RedundancyOffBelow
+	} else {
+		c.lossy = est >= RedundancyOnAbove
+	}
+	return c.lossy
+}
+
+// copyMissTarget is how rarely RedundancyAdaptive lets a message and all
+// its copies be lost: once in a hundred, which keeps a 10 %-loss link at
+// one copy per message (the bytes goal: 1.5× kcp-go's); eagerMissTarget is
+// RedundancyEager's, once in 10,000. On an ordered stream one miss holds
+// back every message behind it for a loss verdict's round trip, so the
+// eager target sits far below the 1 % of a p99.
+const (
+	copyMissTarget  = 1e-2
+	eagerMissTarget = 1e-4
+)
+
+// copyBounds returns how many copies one transmission of a message may
+// get and how long after it (sendSlot.txAt) the last may leave: for
+// RedundancyAdaptive and RedundancyEager, the fewest copies k with
+// LinkLoss^(k+1) at most the mode's miss target
+// (in [1, MaxCopies]) and the time its ack can first be back, the smallest
+// RTT sample plus the peer's ack delay (no bound before an RTT sample): a
+// copy that would leave later than that races its own ack, and on a
+// jittery path about half of those copies would follow an ack already on
+// its way (SRTT is the middle of the spread, not its start). For RedundancyAlways,
+// no bound. O(MaxCopies).
+func (c *Channel) copyBounds() (maxCopies uint8, ackDue time.Duration) {
+	target := copyMissTarget
+	switch c.cfg.Redundancy {
+	case RedundancyAdaptive:
+	case RedundancyEager:
+		target = eagerMissTarget
+	default:
+		return math.MaxUint8, math.MaxInt64
+	}
+	p := c.tracker.LinkLoss()
+	k, miss := uint8(1), p*p
+	for miss > target && k < MaxCopies {
+		miss *= p
+		k++
+	}
+	ackDue = math.MaxInt64
+	if rtt := c.tracker.RTT(); rtt.HasSample() {
+		ackDue = min(rtt.Smoothed(), rtt.Min()) + c.tracker.PeerAckDelay()
+	}
+	return k, ackDue
+}
+
+// ackDelay is how long an owed ack may wait for data to ride on
+// (Config.AckDelay): min(AckDelay, SRTT/4), 0 before an RTT sample; for a
+// datagram that held only duplicates, at least SRTT/4 (at most
+// wire.MaxAckDelay), whatever AckDelay.
+func (c *Channel) ackDelay(dupOnly bool) time.Duration {
+	rtt := c.tracker.RTT()
+	if !rtt.HasSample() {
+		return 0
+	}
+	quarter := min(rtt.Smoothed()/4, wire.MaxAckDelay)
+	if dupOnly {
+		return quarter
+	}
+	if c.cfg.AckDelay == NoAckDelay {
+		return 0
+	}
+	return min(c.cfg.AckDelay, quarter)
 }
 
 // pieceOf returns fragment i of count of frame, each pieceSize bytes but
@@ -850,6 +984,9 @@ func (c *Channel) begin() {
 	var ok bool
 	h.Ack, h.AckBits, ok = c.history.Ack()
 	h.NoAck = !ok
+	if ok && !c.newestAcked {
+		h.AckDelay = wire.AckDelayUnits(c.now - c.newestAt)
+	}
 	c.cur = wire.AppendChannelHeader(c.cur, h)
 	c.man.n = 0
 	c.curFrame, c.curRec, c.curRedun = 0, ackmap.NoRecord, 0
@@ -924,6 +1061,7 @@ func (c *Channel) finish() {
 	}
 	c.sink.Commit(c.cur)
 	c.cur, c.sentAny, c.ackDirty, c.unacked, c.lastSend = nil, true, false, 0, c.now
+	c.newestAcked = true
 	c.burst++
 	c.dispatch(evs)
 }
@@ -944,7 +1082,8 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return fmt.Errorf("%w: channel header: %w", ErrMalformed, err)
 	}
 	frames := b[n:]
-	for rest := frames; len(rest) > 0; {
+	nframes := 0
+	for rest := frames; len(rest) > 0; nframes++ {
 		_, k, err := wire.SkipFrame(rest)
 		if err != nil {
 			c.stats.Malformed++
@@ -960,23 +1099,39 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		c.stats.TooOld++
 		return nil
 	}
+	if newest, _, _ := c.history.Ack(); newest == h.Seq {
+		c.newestAt, c.newestAcked = now, false
+	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
-		evs, err := c.tracker.OnAck(c.events[:0], now, h.Ack, h.AckBits)
+		evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
 		if err != nil {
 			c.stats.AcksRefused++
 		}
 		c.dispatch(evs)
 	}
-	if len(frames) > 0 {
-		c.ackDirty = true
-		c.unacked++
-	} else {
+	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++
+		return nil
 	}
+	dups := c.stats.ReliableDuplicates
 	for len(frames) > 0 {
 		frames = frames[c.deliverFrame(frames, now, true):] // validated above
 	}
+	// The ack is owed; it leaves with the next datagram, or alone once
+	// due. A datagram of nothing but duplicates (redundant copies of
+	// messages already here) waits longer: acking it at once tells the
+	// peer nothing it needs soon.
+	dupOnly := c.stats.ReliableDuplicates-dups == uint64(nframes)
+	if dupOnly {
+		c.stats.DuplicateOnly++
+	}
+	due := now + c.ackDelay(dupOnly)
+	if !c.ackDirty || due < c.ackDueAt {
+		c.ackDueAt = due
+	}
+	c.ackDirty = true
+	c.unacked++
 	return nil
 }
 

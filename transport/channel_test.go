@@ -469,9 +469,10 @@ func TestStatsQueueDepths(t *testing.T) {
 
 // Flushing every millisecond does not multiply redundant copies: they are
 // spaced by RedundancyInterval (one 60 Hz tick by default), so a message on
-// a 50 ms round trip rides again about three times, not fifty.
+// a 50 ms round trip rides again about three times, not fifty. (On a
+// lossless link only RedundancyAlways sends copies at all.)
 func TestRedundancySpacedInTime(t *testing.T) {
-	r := newRig(t, 12, Config{}, sim(25, 0, 0))
+	r := newRig(t, 12, Config{Redundancy: RedundancyAlways}, sim(25, 0, 0))
 	const n = 200
 	for i := 0; i < n*17; i++ { // one message every ~17 Flushes of 1 ms
 		if i%17 == 0 {

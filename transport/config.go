@@ -5,7 +5,12 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/ackmap"
+	"github.com/tickwire/tickwire/wire"
 )
+
+// maxAckDelay is the largest Config.AckDelay: what the header's ack-delay
+// byte can state, in whole milliseconds.
+const maxAckDelay = wire.MaxAckDelay / time.Millisecond * time.Millisecond
 
 // Defaults applied by Config for zero-valued fields.
 const (
@@ -32,7 +37,74 @@ const (
 	// NoRedundancy, as Config.RedundancyBytes, turns redundant re-sending
 	// of unacked reliable messages off.
 	NoRedundancy = -1
+	// DefaultAckDelay is the default Config.AckDelay.
+	DefaultAckDelay = 5 * time.Millisecond
+	// NoAckDelay, as Config.AckDelay, acks every datagram with content at
+	// the first Flush after it arrived.
+	NoAckDelay = -1
 )
+
+// RedundancyMode says when small unacked reliable messages ride again in
+// later datagrams (Config.Redundancy).
+type RedundancyMode uint8
+
+const (
+	// RedundancyAdaptive (the default): copies ride only while the link
+	// shows loss — from the first loss verdict (within the Flush that
+	// learns of it) until the loss estimate (ChannelStats.LossEstimate,
+	// which takes spurious losses back) falls below RedundancyOffBelow,
+	// and during a session's first 32 datagram verdicts, before the
+	// estimate knows anything —
+	// and a message gets at most as many copies as the estimate calls for
+	// (enough that all of them and the original are lost less than once in
+	// a hundred, at least one, at most MaxCopies), none once its ack could
+	// be back (its last transmission plus the smallest RTT sample and the
+	// peer's ack delay). A lossless link carries no copies at all. At 10 %
+	// loss that is one copy of each message, at 20 % two.
+	RedundancyAdaptive RedundancyMode = iota
+	// RedundancyEager is RedundancyAdaptive with copies enough that a
+	// message and all its copies are lost less than once in 10,000 (three
+	// at 10 % loss, five at 20 %, still none past the ack's due time): the
+	// tail of RedundancyAlways on a lossy link, no copies on a clean one.
+	// With RedundancyInterval below a tick it is the low-latency end of
+	// the latency–bytes frontier (docs/TUNING.md).
+	RedundancyEager
+	// RedundancyAlways: copies ride on every link, each message again
+	// every RedundancyInterval until acked (the behaviour before
+	// RedundancyAdaptive): the lowest tail latency, the most bytes.
+	RedundancyAlways
+	// RedundancyOff: no copies; a lost message waits for its loss verdict.
+	// The same as RedundancyBytes NoRedundancy.
+	RedundancyOff
+)
+
+// Adaptive redundancy's thresholds on ChannelStats.LossEstimate, and the
+// most copies of one message it sends.
+const (
+	// RedundancyOnAbove: at or above it copies ride. One loss verdict
+	// lifts the estimate to about 1/32, above it.
+	RedundancyOnAbove = 0.01
+	// RedundancyOffBelow: once copies ride, they stop only below it (about
+	// 60 verdicts after a lone loss).
+	RedundancyOffBelow = 0.005
+	// MaxCopies caps the copies of one transmission.
+	MaxCopies = 8
+)
+
+// String returns the mode's name.
+func (m RedundancyMode) String() string {
+	switch m {
+	case RedundancyAdaptive:
+		return "adaptive"
+	case RedundancyEager:
+		return "eager"
+	case RedundancyAlways:
+		return "always"
+	case RedundancyOff:
+		return "off"
+	}
+	return "unknown"
+}
 
 // Config tunes a Channel (and, later, an Endpoint's channels). The zero
 // value means every default; each field says its default and range.
@@ -88,8 +160,31 @@ type Config struct {
 	// rides again only if its last transmission is at least this old, so an
 	// endpoint that Flushes faster than the game ticks (every millisecond,
 	// say) does not multiply its bandwidth. Default 1/60 s; range [0, 1 s]
-	// (0: every Flush).
+	// (0: every Flush). Below a tick (5 ms, say, in an event-driven loop)
+	// the copies of a lost message arrive sooner: with RedundancyAdaptive,
+	// which caps the copies by the loss estimate and the ack's due time,
+	// that buys tail latency for few extra bytes (docs/TUNING.md).
 	RedundancyInterval time.Duration
+
+	// Redundancy says when redundant copies ride: RedundancyAdaptive (the
+	// zero value) and RedundancyEager only while the link shows loss (one
+	// lean on bytes, one on tail latency), RedundancyAlways on every link,
+	// RedundancyOff never. RedundancyBytes NoRedundancy also
+	// turns them off, whatever the mode.
+	Redundancy RedundancyMode
+
+	// AckDelay bounds how long the channel may hold the ack of a datagram
+	// with content, hoping to piggy-back it on data: the ack leaves with
+	// the first datagram a Flush sends anyway, or in a standalone ack once
+	// min(AckDelay, SRTT/4) has passed since the datagram arrived (at
+	// once before the first RTT sample). Every ack says how long the
+	// newest datagram it acks waited (the channel header's ack delay), so
+	// the peer's RTT samples stay true. A datagram that held only
+	// duplicates (copies of what arrived before) is acked no sooner than
+	// SRTT/4 after it came, whatever AckDelay, and never by a standalone
+	// ack at once. Default 5 ms; NoAckDelay (−1) acks at the first Flush;
+	// range [−1, 25 ms] (wire.MaxAckDelay).
+	AckDelay time.Duration
 
 	// UnreliableBytes caps the unreliable and sequenced bytes queued and
 	// not yet sent; beyond it Send returns ErrQueueFull. Default 256 KiB,
@@ -161,6 +256,9 @@ func (c Config) WithDefaults() Config {
 	if c.RedundancyInterval == 0 {
 		c.RedundancyInterval = DefaultRedundancyInterval
 	}
+	if c.AckDelay == 0 {
+		c.AckDelay = DefaultAckDelay
+	}
 	def(&c.RecordQueue, DefaultRecordQueue)
 	if c.FragmentTimeout == 0 {
 		c.FragmentTimeout = DefaultFragmentTimeout
@@ -204,6 +302,10 @@ func (c Config) Validate() error {
 		return bad("RedundancyBytes %d not in [-1, MTU]", c.RedundancyBytes)
 	case c.RedundancyInterval < 0 || c.RedundancyInterval > time.Second:
 		return bad("RedundancyInterval %v not in [0, 1s]", c.RedundancyInterval)
+	case c.Redundancy > RedundancyOff:
+		return bad("Redundancy %d not a RedundancyMode (0..%d)", c.Redundancy, RedundancyOff)
+	case c.AckDelay != NoAckDelay && (c.AckDelay < 0 || c.AckDelay > maxAckDelay):
+		return bad("AckDelay %v not in [0, %v] or -1", c.AckDelay, maxAckDelay)
 	case c.UnreliableBytes < c.MaxMessageSize+maxFraming:
 		return bad("UnreliableBytes %d below MaxMessageSize %d + framing", c.UnreliableBytes, c.MaxMessageSize)
 	case c.RecordQueue < 1:

@@ -11,8 +11,8 @@ import (
 // from a to b over sim(25, 2, loss) with the given redundancy budget, and
 // returns the one-way delivery latencies and the wire bytes a sent per
 // message. Deterministic from seed.
-func redundancyRun(tb testing.TB, redundancy int, loss float64, n int, seed uint64) (lat []time.Duration, bytesPerMsg float64) {
-	r := newRig(tb, seed, Config{RedundancyBytes: redundancy}, sim(25, 2, loss))
+func redundancyRun(tb testing.TB, cfg Config, loss float64, n int, seed uint64) (lat []time.Duration, bytesPerMsg float64) {
+	r := newRig(tb, seed, cfg, sim(25, 2, loss))
 	sentAt := make([]time.Duration, n)
 	r.b.onMessage = func(m Message) {
 		lat = append(lat, r.now-sentAt[idOf(string(m.Payload))])
@@ -38,7 +38,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 // BenchmarkRedundancy measures the latency/bandwidth trade of
-// Config.RedundancyBytes on the simulated link: 64-byte reliable messages
+// Config.Redundancy and RedundancyBytes on the simulated link: 64-byte reliable messages
 // at 60 Hz over sim(25, 2, loss). It reports one-way p50/p99 delivery
 // latency in milliseconds (latency is quantised to the 16.7 ms tick: a
 // message is delivered at the receiver's next tick) and wire bytes sent per
@@ -46,13 +46,16 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // is the simulation's CPU cost and not the point.
 func BenchmarkRedundancy(b *testing.B) {
 	for _, loss := range []float64{0, 0.05, 0.10, 0.20} {
-		for _, red := range []int{NoRedundancy, 128, 256, 512, 1024} {
-			name := fmt.Sprintf("loss=%g/redundancy=%d", loss*100, red)
+		for _, c := range []struct {
+			mode RedundancyMode
+			red  int
+		}{{RedundancyOff, 0}, {RedundancyAdaptive, 128}, {RedundancyAdaptive, 512}, {RedundancyEager, 512}, {RedundancyAlways, 128}, {RedundancyAlways, 512}} {
+			name := fmt.Sprintf("loss=%g/mode=%v/redundancy=%d", loss*100, c.mode, c.red)
 			b.Run(name, func(b *testing.B) {
 				var lat []time.Duration
 				var bpm float64
 				for b.Loop() {
-					lat, bpm = redundancyRun(b, red, loss, 3000, 42)
+					lat, bpm = redundancyRun(b, Config{Redundancy: c.mode, RedundancyBytes: c.red}, loss, 3000, 42)
 				}
 				b.ReportMetric(float64(percentile(lat, 0.50))/1e6, "p50-ms")
 				b.ReportMetric(float64(percentile(lat, 0.99))/1e6, "p99-ms")

@@ -20,14 +20,23 @@ const (
 type sendSlot struct {
 	id    wire.Seq
 	state msgState
-	buf   []byte // the payload; capacity is kept across reuse
+	// copies counts the redundant copies since the latest transmission
+	// that was not one (txAt, below). The small fields sit together, so
+	// the slot stays 64 bytes.
+	copies uint8
+	sent   bool   // transmitted at least once
+	resend bool   // a datagram carrying it was lost and it is still unacked
+	buf    []byte // the payload; capacity is kept across reuse
 	// lastSent is the Flush of the latest transmission (of any piece), so a
 	// message rides at most once per Flush; lastSentAt is its time, which
 	// spaces redundant copies by Config.RedundancyInterval.
 	lastSent   uint64
 	lastSentAt time.Duration
-	sent       bool // transmitted at least once
-	resend     bool // a datagram carrying it was lost and it is still unacked
+	// txAt is the time of the latest transmission that was not a
+	// redundant copy (the first send, or a re-send after a loss verdict):
+	// adaptive redundancy bounds the copies by it and by their count
+	// (Config.Redundancy).
+	txAt time.Duration
 	// frag is a large message's per-piece state, nil until its first
 	// piece goes out (and for every message that fits one datagram); it
 	// comes from the stream's pool, so only large messages pay for it.

@@ -42,7 +42,19 @@ type ChannelStats struct {
 	// Send side.
 	ReliableResent  uint64 // reliable messages or pieces re-sent after a loss verdict
 	RedundantCopies uint64 // unacked reliable messages that rode again
-	FragmentsSent   uint64
+	RedundantBytes  uint64 // their frame bytes
+	// DuplicateOnly counts received datagrams whose every frame was a
+	// reliable message already delivered or buffered (their ack waits,
+	// Config.AckDelay).
+	DuplicateOnly uint64
+	// LossEstimate is the link's loss as the channel estimates it
+	// (ackmap.SendStats.LinkLoss: spurious losses taken back), and
+	// RedundancyOn whether adaptive redundancy's switch is on
+	// (Config.Redundancy; always true for RedundancyAlways, false for
+	// RedundancyOff or NoRedundancy).
+	LossEstimate  float64
+	RedundancyOn  bool
+	FragmentsSent uint64
 	// Stalls counts the times a reliable stream held messages with no
 	// progress for Config.StallWarning (once per stall).
 	Stalls uint64
@@ -73,6 +85,8 @@ type ChannelStats struct {
 func (c *Channel) Stats() ChannelStats {
 	s := c.stats
 	s.Ack = c.tracker.Stats()
+	s.LossEstimate = s.Ack.LinkLoss
+	s.RedundancyOn = c.cfg.RedundancyBytes > 0 && c.redundancyOn()
 	rtt := c.tracker.RTT()
 	s.SRTT, s.RTTVar, s.MinRTT, s.Jitter = rtt.Smoothed(), rtt.Variance(), rtt.Min(), rtt.Jitter()
 	s.RTO = c.tracker.RTO()

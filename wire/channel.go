@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"time"
 )
 
 // Sizes of an encoded ChannelHeader.
@@ -15,16 +16,35 @@ const (
 	// prefix, seq, one-byte ack distance, all four ack-bits bytes omitted.
 	ChannelHeaderSteadyLen = 4
 	// ChannelHeaderMaxLen is the worst case: prefix, seq, full ack, and all
-	// four ack-bits bytes present.
+	// four ack-bits bytes present (or three of them and an ack delay): a
+	// header never exceeds it, so an AckDelay that would make it 10 bytes
+	// is dropped (see ChannelHeader).
 	ChannelHeaderMaxLen = 9
 )
+
+// AckDelayUnit is the unit of ChannelHeader.AckDelay: 100 µs, so the
+// one-byte field spans 0.1 ms to 25.5 ms (MaxAckDelay).
+const AckDelayUnit = 100 * time.Microsecond
+
+// MaxAckDelay is the largest ack delay the header can state (255 units).
+const MaxAckDelay = 255 * AckDelayUnit
+
+// AckDelayUnits converts a duration to the header's AckDelay field:
+// rounded down to whole AckDelayUnits, clamped to [0, 255].
+func AckDelayUnits(d time.Duration) uint8 {
+	if d <= 0 {
+		return 0
+	}
+	return uint8(min(d/AckDelayUnit, 255))
+}
 
 // Bits of the channel header's prefix byte.
 const (
 	chanBitsPresent = 0x0F // bit i set: ack-bits byte i follows
 	chanShortAck    = 0x10 // ack sent as one byte: seq − ack
 	chanNoAck       = 0x20 // no ack field and no ack bits follow
-	chanReserved    = 0xC0 // must be zero
+	chanAckDelay    = 0x40 // an ack-delay byte follows the ack bits
+	chanReserved    = 0x80 // must be zero
 )
 
 // ChannelHeader is the per-datagram reliability header every session
@@ -42,25 +62,39 @@ const (
 // the encoder ignores Ack and AckBits, and the decoder returns them as 0.
 // The receiver must not treat Ack as received when NoAck is set.
 //
+// AckDelay is how long the datagram named by Ack waited at the sender of
+// this header before this ack left, in AckDelayUnits (100 µs), clamped to
+// 255: the peer subtracts it from its RTT sample, as QUIC does with
+// ack_delay, so a receiver that delays its acks does not inflate the
+// RTT. 0 (the ack left at once) costs no byte; any other value costs one,
+// if the header has it to spare: a header with a full ack and all four
+// ack-bits bytes present is already ChannelHeaderMaxLen (9) bytes, and
+// there AckDelay is not sent (the encoder writes 0 for it; the decoder
+// returns 0). It is ignored (and decoded as 0) with NoAck.
+//
 // It is a small comparable value; the zero value is a valid header (seq 0
 // acknowledging seq 0 and nothing before it).
 type ChannelHeader struct {
-	Seq     Seq
-	Ack     Seq
-	AckBits uint32
-	NoAck   bool
+	Seq      Seq
+	Ack      Seq
+	AckBits  uint32
+	AckDelay uint8
+	NoAck    bool
 }
 
 // ChannelHeaderLen returns the exact number of bytes AppendChannelHeader
 // writes for h: 3 for a NoAck header; otherwise 4, plus one if the ack is
 // too far from seq for a one-byte distance, plus one per ack-bits byte that
-// is not 0xFF. It allocates nothing.
+// is not 0xFF, plus one for a non-zero AckDelay. It allocates nothing.
 func ChannelHeaderLen(h ChannelHeader) int {
 	if h.NoAck {
 		return ChannelHeaderMinLen
 	}
 	n := ChannelHeaderSteadyLen + bits.OnesCount8(presentMask(h.AckBits))
 	if uint16(h.Seq-h.Ack) > 0xFF {
+		n++
+	}
+	if h.AckDelay != 0 && n < ChannelHeaderMaxLen {
 		n++
 	}
 	return n
@@ -83,7 +117,8 @@ func presentMask(ackBits uint32) uint8 {
 // returns the extended slice: 4 bytes in a lossless steady stream, 9 at
 // most, 3 for a NoAck header (see docs/WIRE.md for the layout). The compression is not optional:
 // an ack within 255 of seq is always sent as a distance and an ack-bits
-// byte of 0xFF is always omitted, so each header has exactly one encoding.
+// byte of 0xFF is always omitted, and an AckDelay of 0 is always omitted, so
+// each header has exactly one encoding.
 // It allocates only if dst lacks capacity.
 func AppendChannelHeader(dst []byte, h ChannelHeader) []byte {
 	if h.NoAck {
@@ -96,6 +131,10 @@ func AppendChannelHeader(dst []byte, h ChannelHeader) []byte {
 		n++
 	} else {
 		m |= chanShortAck
+	}
+	if h.AckDelay != 0 && n < ChannelHeaderMaxLen {
+		m |= chanAckDelay
+		n++
 	}
 	l := len(dst)
 	if cap(dst)-l < n {
@@ -136,14 +175,18 @@ func AppendChannelHeader(dst []byte, h ChannelHeader) []byte {
 			b[off] = byte(h.AckBits >> 24)
 		}
 	}
+	if m&chanAckDelay != 0 {
+		b[n-1] = h.AckDelay
+	}
 	return dst
 }
 
 // ParseChannelHeader decodes a channel header from the front of b and
 // returns it with the number of bytes read (3 to 9). Reserved prefix bits
-// set, a NoAck prefix with any ack bit set, an ack-bits byte of 0xFF that
-// was sent instead of omitted, or a full ack whose distance from seq would
-// have fit in one byte return ErrMalformed; input shorter than the prefix
+// set, a NoAck prefix with any other bit set, an ack-bits byte of 0xFF
+// that was sent instead of omitted, an ack-delay byte of 0 (which must be
+// omitted) or one that makes the header 10 bytes, or a full ack whose distance from seq would have fit in one
+// byte return ErrMalformed; input shorter than the prefix
 // says returns ErrShort. It never allocates.
 func ParseChannelHeader(b []byte) (ChannelHeader, int, error) {
 	if len(b) == 0 {
@@ -162,7 +205,10 @@ func ParseChannelHeader(b []byte) (ChannelHeader, int, error) {
 		}
 		return ChannelHeader{Seq: Seq(b[1]) | Seq(b[2])<<8, NoAck: true}, ChannelHeaderMinLen, nil
 	}
-	n := ChannelHeaderSteadyLen + bits.OnesCount8(p&chanBitsPresent) + int(^p>>4&1)
+	n := ChannelHeaderSteadyLen + bits.OnesCount8(p&chanBitsPresent) + int(^p>>4&1) + int(p>>6&1)
+	if n > ChannelHeaderMaxLen {
+		return ChannelHeader{}, 0, ErrMalformed
+	}
 	if len(b) < n {
 		return ChannelHeader{}, 0, ErrShort
 	}
@@ -207,5 +253,10 @@ func ParseChannelHeader(b []byte) (ChannelHeader, int, error) {
 		}
 	}
 	h.AckBits = ackBits
+	if p&chanAckDelay != 0 {
+		if h.AckDelay = b[n-1]; h.AckDelay == 0 {
+			return ChannelHeader{}, 0, ErrMalformed
+		}
+	}
 	return h, n, nil
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 var channelCodec = codec[ChannelHeader]{
@@ -42,6 +43,10 @@ func refAppendChannelHeader(dst []byte, h ChannelHeader) []byte {
 			out = append(out, byte(h.AckBits>>(8*i)))
 		}
 	}
+	if h.AckDelay != 0 && len(out) < 9 { // never a 10-byte header
+		out[0] += 64
+		out = append(out, h.AckDelay)
+	}
 	return append(dst, out...)
 }
 
@@ -71,6 +76,15 @@ func randChannelHeader(r *rand.Rand) ChannelHeader {
 		}
 		h.AckBits |= b << (8 * i)
 	}
+	switch r.IntN(3) {
+	case 0:
+		h.AckDelay = []uint8{1, 50, 255}[r.IntN(3)]
+	case 1:
+		h.AckDelay = uint8(r.Uint32())
+	}
+	if len(refAppendChannelHeader(nil, ChannelHeader{Seq: h.Seq, Ack: h.Ack, AckBits: h.AckBits})) == ChannelHeaderMaxLen {
+		h.AckDelay = 0 // no room: the decoder returns 0
+	}
 	return h
 }
 
@@ -83,8 +97,10 @@ func channelSamples() []ChannelHeader {
 		{Seq: 500, Ack: 245, AckBits: 0x12345678}, // distance 255: short
 		{Seq: 500, Ack: 244, AckBits: 0xFFFF00FF}, // distance 256: full
 		{Seq: 7, Ack: 7, AckBits: 0xFFFFFFFE},
-		{Seq: 0, NoAck: true},     // first datagram, nothing received yet
-		{Seq: 65535, NoAck: true}, // NoAck later in the seq space
+		{Seq: 0x1234, Ack: 0x1230, AckBits: 0xFFFFFFFF, AckDelay: 30}, // delayed ack: 3 ms
+		{Seq: 1000, Ack: 40000, AckBits: 0xFF000000, AckDelay: 255},   // the largest header with a delay
+		{Seq: 0, NoAck: true},                                         // first datagram, nothing received yet
+		{Seq: 65535, NoAck: true},                                     // NoAck later in the seq space
 	}
 	r := testRand(6)
 	for i := 0; i < 24; i++ {
@@ -134,7 +150,7 @@ func TestChannelHeaderAllShapes(t *testing.T) {
 func popcount4(m int) int { return m&1 + m>>1&1 + m>>2&1 + m>>3&1 }
 
 // TestChannelHeaderSize pins the sizes docs/WIRE.md promises: 4 bytes for
-// a lossless steady stream, 9 in the worst case, never outside [4, 9].
+// a lossless steady stream, 9 in the worst case, never outside [3, 9].
 func TestChannelHeaderSize(t *testing.T) {
 	steady := ChannelHeader{Seq: 5000, Ack: 4990, AckBits: 0xFFFFFFFF}
 	if n := len(AppendChannelHeader(nil, steady)); n != 4 {
@@ -143,6 +159,12 @@ func TestChannelHeaderSize(t *testing.T) {
 	worst := ChannelHeader{Seq: 5000, Ack: 1000, AckBits: 0}
 	if n := len(AppendChannelHeader(nil, worst)); n != 9 {
 		t.Fatalf("worst header is %d bytes, want 9", n)
+	}
+	// The ack delay never makes it 10: there it is not sent.
+	withDelay := worst
+	withDelay.AckDelay = 7
+	if enc := AppendChannelHeader(nil, withDelay); len(enc) != 9 || string(enc) != string(AppendChannelHeader(nil, worst)) || ChannelHeaderLen(withDelay) != 9 {
+		t.Fatalf("worst header with an ack delay: % x", enc)
 	}
 	if ChannelHeaderLen(steady) != ChannelHeaderSteadyLen || ChannelHeaderLen(worst) != ChannelHeaderMaxLen {
 		t.Fatal("ChannelHeaderSteadyLen/MaxLen do not match the encoder")
@@ -171,6 +193,8 @@ func TestChannelHeaderExamples(t *testing.T) {
 		{ChannelHeader{Seq: 0x1234, Ack: 0x0230, AckBits: 0x00000000}, "0f 34 12 30 02 00 00 00 00"},
 		{ChannelHeader{Seq: 0x0003, Ack: 0xFFFE, AckBits: 0xFFFFFFDF}, "11 03 00 05 df"},
 		{ChannelHeader{Seq: 0x1234, NoAck: true}, "20 34 12"},
+		{ChannelHeader{Seq: 0x1234, Ack: 0x1230, AckBits: 0xFFFFFFFF, AckDelay: 30}, "50 34 12 04 1e"},
+		{ChannelHeader{Seq: 0x0003, Ack: 0xFFFE, AckBits: 0xFFFFFFDF, AckDelay: 0xFF}, "51 03 00 05 df ff"},
 	}
 	for _, c := range cases {
 		if got := hexs(channelCodec.roundTrip(t, c.h)); got != c.hex {
@@ -186,15 +210,18 @@ func TestChannelHeaderErrors(t *testing.T) {
 	}{
 		{nil, ErrShort},
 		{[]byte{0x10, 1, 0}, ErrShort},
-		{[]byte{0x40, 1, 0, 0}, ErrMalformed},                // reserved bit 6
-		{[]byte{0x20, 1}, ErrShort},                          // NoAck: seq cut
-		{[]byte{0x30, 1, 0, 0}, ErrMalformed},                // NoAck with short ack
-		{[]byte{0x21, 1, 0, 0}, ErrMalformed},                // NoAck with ack bits
-		{[]byte{0x80}, ErrMalformed},                         // reserved bit 7
-		{[]byte{0x11, 1, 0, 0}, ErrShort},                    // ack-bits byte 0 missing
-		{[]byte{0x11, 1, 0, 0, 0xFF}, ErrMalformed},          // 0xFF must be omitted
-		{[]byte{0x00, 0x34, 0x12, 0x30, 0x12}, ErrMalformed}, // full ack, distance 4
-		{[]byte{0x00, 0x34, 0x12, 0x35, 0x11}, ErrMalformed}, // full ack, distance 255
+		{[]byte{0x50, 1, 0, 0}, ErrShort},                       // ack-delay byte missing
+		{[]byte{0x50, 1, 0, 0, 0}, ErrMalformed},                // ack delay 0 must be omitted
+		{[]byte{0x60, 1, 0}, ErrMalformed},                      // NoAck with an ack delay
+		{[]byte{0x4f, 1, 0, 0, 1, 0, 0, 0, 0, 5}, ErrMalformed}, // a 10-byte header
+		{[]byte{0x20, 1}, ErrShort},                             // NoAck: seq cut
+		{[]byte{0x30, 1, 0, 0}, ErrMalformed},                   // NoAck with short ack
+		{[]byte{0x21, 1, 0, 0}, ErrMalformed},                   // NoAck with ack bits
+		{[]byte{0x80}, ErrMalformed},                            // reserved bit 7
+		{[]byte{0x11, 1, 0, 0}, ErrShort},                       // ack-bits byte 0 missing
+		{[]byte{0x11, 1, 0, 0, 0xFF}, ErrMalformed},             // 0xFF must be omitted
+		{[]byte{0x00, 0x34, 0x12, 0x30, 0x12}, ErrMalformed},    // full ack, distance 4
+		{[]byte{0x00, 0x34, 0x12, 0x35, 0x11}, ErrMalformed},    // full ack, distance 255
 		{[]byte{0x00, 0x34, 0x12, 0x34}, ErrShort},
 	} {
 		mustErr(t, "ParseChannelHeader", ParseChannelHeader, c.in, c.want)
@@ -210,7 +237,7 @@ func TestChannelHeaderErrors(t *testing.T) {
 // decoder reports them as zero with NoAck set.
 func TestChannelHeaderNoAck(t *testing.T) {
 	for _, seq := range []Seq{0, 1, 255, 256, 65535} {
-		enc := AppendChannelHeader(nil, ChannelHeader{Seq: seq, Ack: seq - 3, AckBits: 0xDEADBEEF, NoAck: true})
+		enc := AppendChannelHeader(nil, ChannelHeader{Seq: seq, Ack: seq - 3, AckBits: 0xDEADBEEF, AckDelay: 9, NoAck: true})
 		h, n, err := ParseChannelHeader(enc)
 		if err != nil || n != 3 || h != (ChannelHeader{Seq: seq, NoAck: true}) {
 			t.Fatalf("seq %d: %+v %d %v", seq, h, n, err)
@@ -250,6 +277,20 @@ func TestChannelHeaderAckBitsMeaning(t *testing.T) {
 		s := got.Ack.Add(-1 - i)
 		if (got.AckBits>>i&1 == 1) != received[s] {
 			t.Fatalf("bit %d (seq %d) wrong", i, s)
+		}
+	}
+}
+
+// TestAckDelayUnits: durations round down to whole 100 µs units and clamp
+// to the byte.
+func TestAckDelayUnits(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want uint8
+	}{{-time.Millisecond, 0}, {0, 0}, {99 * time.Microsecond, 0}, {100 * time.Microsecond, 1},
+		{3 * time.Millisecond, 30}, {MaxAckDelay, 255}, {time.Second, 255}} {
+		if got := AckDelayUnits(c.d); got != c.want {
+			t.Errorf("AckDelayUnits(%v) = %d, want %d", c.d, got, c.want)
 		}
 	}
 }

@@ -55,6 +55,8 @@ type benchFlags struct {
 	bulkMB     float64
 	peers      int
 	inFlight   int
+	redundIval time.Duration
+	redundMode string
 	frameCap   int
 	quick      bool
 	reps       int
@@ -84,6 +86,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.duration, "duration", def.Duration, fmt.Sprintf("pps: how long to send; bulk: the most time sending may take; load: how long to send, %v unless given", def.LoadDuration))
 	fs.IntVar(&f.peers, "peers", 0, fmt.Sprintf("load and actions: clients against the one server [1, %d] (default: load %d, actions %d)", bench.DefaultPeers, def.Peers, def.ActionPeers))
 	fs.IntVar(&f.inFlight, "max-in-flight", 0, fmt.Sprintf("echo, actions, pps and bulk: datagrams in flight, tickwire's ack window [1, %d] (default %d) and kcp's send and receive windows in packets (default kcp-fast %d, kcp-bulk %d); quic and raw have no such knob and ignore it; 0 keeps the defaults", ackmap.MaxInFlightLimit, ackmap.DefaultMaxInFlight, bench.KCPWindow, bench.KCPBulkWindow))
+	fs.DurationVar(&f.redundIval, "redundancy-interval", 0, "echo: tickwire's spacing of redundant copies (transport.Config.RedundancyInterval) [0, 1s]; 0 keeps the default, one 60 Hz tick")
+	fs.StringVar(&f.redundMode, "redundancy", "adaptive", "echo: tickwire's redundancy mode (transport.Config.Redundancy): adaptive, eager, always or off")
 	fs.IntVar(&f.frameCap, "frame-capacity", 0, fmt.Sprintf("actions: frames the rollback action log holds [%d, %d] (default %d); the server rewinds at most three quarters of it", rollback.MinFrameCapacity, rollback.MaxFrameCapacity, rollback.DefaultFrameCapacity))
 	fs.Float64Var(&f.bulkMB, "bulk-mb", float64(def.Bytes)/(1<<20), "bulk: MiB to transfer")
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("a few seconds in all: losses %s %%, %d messages per echo row (%d inputs per client, %d clients, for actions), pps for %v, bulk of %d MiB, load of %d peers for %v (explicit flags win)",
@@ -170,6 +174,7 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 		positiveDuration("duration", f.duration, bench.MaxDuration),
 		peers,
 		zeroOrIn("max-in-flight", f.inFlight, 1, ackmap.MaxInFlightLimit, "the defaults"),
+		durationIn("redundancy-interval", f.redundIval, 0, time.Second),
 		zeroOrIn("frame-capacity", f.frameCap, rollback.MinFrameCapacity, rollback.MaxFrameCapacity, "the default"),
 		positive("bulk-mb", f.bulkMB, float64(bench.MaxBulkBytes>>20)),
 		intIn("reps", f.reps, 1, maxReps),
@@ -179,6 +184,12 @@ func (f *benchFlags) suite(set map[string]bool) (bench.Suite, error) {
 	s.Count, s.Rate, s.Size, s.MTU = f.count, f.rate, f.size, f.mtu
 	s.Duration, s.Bytes = f.duration, int64(f.bulkMB*(1<<20))
 	s.MaxInFlight, s.FrameCapacity = f.inFlight, f.frameCap
+	s.RedundancyInterval = f.redundIval
+	mode, ok := redundancyModes[f.redundMode]
+	if !ok {
+		return s, fmt.Errorf("--redundancy %q: want adaptive, eager, always or off", f.redundMode)
+	}
+	s.Redundancy = mode
 	if set["peers"] {
 		s.Peers, s.ActionPeers = f.peers, f.peers
 	}
@@ -386,4 +397,12 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := fh.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// redundancyModes maps the --redundancy names to transport.RedundancyMode.
+var redundancyModes = map[string]transport.RedundancyMode{
+	transport.RedundancyAdaptive.String(): transport.RedundancyAdaptive,
+	transport.RedundancyEager.String():    transport.RedundancyEager,
+	transport.RedundancyAlways.String():   transport.RedundancyAlways,
+	transport.RedundancyOff.String():      transport.RedundancyOff,
 }

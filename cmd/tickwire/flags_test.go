@@ -53,6 +53,8 @@ func TestFlagChecksAgreeWithMessages(t *testing.T) {
 		{[]string{"bench", "--max-in-flight", fmt.Sprint(ackmap.MaxInFlightLimit + 1)}, fmt.Sprintf("--max-in-flight %d: want 0 (the defaults) or 1 to %d", ackmap.MaxInFlightLimit+1, ackmap.MaxInFlightLimit)},
 		{[]string{"bench", "--frame-capacity", fmt.Sprint(rollback.MinFrameCapacity - 1)}, fmt.Sprintf("--frame-capacity %d: want 0 (the default) or %d to %d", rollback.MinFrameCapacity-1, rollback.MinFrameCapacity, rollback.MaxFrameCapacity)},
 		{[]string{"bench", "--frame-capacity", fmt.Sprint(rollback.MaxFrameCapacity + 1)}, fmt.Sprintf("--frame-capacity %d: want 0 (the default) or %d to %d", rollback.MaxFrameCapacity+1, rollback.MinFrameCapacity, rollback.MaxFrameCapacity)},
+		{[]string{"bench", "--redundancy", "sometimes"}, `--redundancy "sometimes": want adaptive, eager, always or off`},
+		{[]string{"bench", "--redundancy-interval", "2s"}, "--redundancy-interval 2s: want 0s to 1s"},
 		{[]string{"bench", "--peers", "0"}, fmt.Sprintf("--peers 0: want 1 to %d", bench.DefaultPeers)},
 		{[]string{"bench", "--peers", fmt.Sprint(bench.DefaultPeers + 1)}, fmt.Sprintf("--peers %d: want 1 to %d", bench.DefaultPeers+1, bench.DefaultPeers)},
 		// Percentages, bursts, delays.

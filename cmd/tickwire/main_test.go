@@ -31,7 +31,7 @@ var schema = map[string]kind{
 	"transport": str, "profile": str, "delivery": str, "config": object, "not_supported": str,
 	"link": object, "latency_kind": str,
 	"sent": number, "delivered": number, "latency_ms": object, "latency_cdf": array,
-	"payload_bytes": number, "wire_bytes": number, "cpu_seconds": number,
+	"payload_bytes": number, "wire_bytes": number, "redundant_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
 	"peers": number, "refused": number, "server_cpu_us_per_peer_tick": number, "memory_per_peer_bytes": number,

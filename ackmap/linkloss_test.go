@@ -1,0 +1,81 @@
+package ackmap
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+// TestLinkLossTakesBackSpurious: seqs timed out on a quiet link and then
+// acked by a late header leave LinkLoss where all-acks would have left it
+// (0), while LossRate keeps them; a real loss lifts it by the gain.
+func TestLinkLossTakesBackSpurious(t *testing.T) {
+	const ms = time.Millisecond
+	tr, err := NewSendTracker(Config{InitialRTO: 100 * ms}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []Event
+	now := time.Duration(0)
+	for i := 0; i < 4; i++ {
+		_, evs = tr.Send(evs[:0], now, NoRecord)
+	}
+	now = 150 * ms
+	evs = tr.Expire(evs[:0], now) // all four time out: the acks are late
+	if st := tr.Stats(); st.Lost != 4 || tr.LinkLoss() < 0.1 {
+		t.Fatalf("lost %d, link loss %.4f after 4 time-outs", st.Lost, tr.LinkLoss())
+	}
+	evs, err = tr.OnAck(evs[:0], now+ms, 103, 0b111) // the late header names all four
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tr.Stats()
+	if st.SpuriousLosses != 4 || st.LinkLoss > 1e-12 || st.LossRate == 0 {
+		t.Fatalf("spurious %d, link loss %g (want 0), loss rate %g (want > 0)", st.SpuriousLosses, st.LinkLoss, st.LossRate)
+	}
+	// Now a real loss among acks: about one gain's worth, decayed.
+	now += 10 * ms
+	var seqs []wire.Seq
+	for i := 0; i < 5; i++ {
+		var s wire.Seq
+		s, evs = tr.Send(evs[:0], now, NoRecord)
+		seqs = append(seqs, s)
+	}
+	_, _ = tr.OnAck(evs[:0], now+50*ms, seqs[4], 0b0111) // seqs[0] missing: lost by the packet threshold
+	want := linkLossGain * math.Pow(1-linkLossGain, 4)
+	if got := tr.LinkLoss(); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("one real loss then 4 acks: link loss %g, want %g", got, want)
+	}
+}
+
+// TestOnAckDelayedSubtractsDelay: a header whose sender held the ack for
+// ackDelay gives an RTT sample ackDelay shorter, never below the smallest
+// sample, and the delay widens the time-out.
+func TestOnAckDelayedSubtractsDelay(t *testing.T) {
+	const ms = time.Millisecond
+	tr, _ := NewSendTracker(Config{}, 0)
+	twin, _ := NewSendTracker(Config{}, 0) // the same samples, acked at once
+	var evs []Event
+	s0, evs := tr.Send(evs[:0], 0, NoRecord)
+	evs, _ = tr.OnAck(evs[:0], 50*ms, s0, 0)
+	for _, at := range []time.Duration{0, 100 * ms} {
+		s, _ := twin.Send(nil, at, NoRecord)
+		_, _ = twin.OnAck(nil, at+50*ms, s, 0)
+	}
+	rto0 := twin.RTO()
+	s1, evs := tr.Send(evs[:0], 100*ms, NoRecord)
+	evs, _ = tr.OnAckDelayed(evs[:0], 158*ms, s1, 0, 8*ms) // 58 ms, 8 of them at the peer
+	if got := tr.RTT().Latest(); got != 50*ms {
+		t.Fatalf("sample %v, want 50ms (58 less the 8 ms ack delay)", got)
+	}
+	if st := tr.Stats(); st.PeerAckDelay != 8*ms || tr.RTO() != rto0+8*ms {
+		t.Fatalf("peer ack delay %v, RTO %v (was %v)", st.PeerAckDelay, tr.RTO(), rto0)
+	}
+	s2, evs := tr.Send(evs[:0], 200*ms, NoRecord)
+	_, _ = tr.OnAckDelayed(evs[:0], 252*ms, s2, 0, 20*ms) // 52 less 20 would be 32: below the minimum
+	if got := tr.RTT().Latest(); got != 50*ms {
+		t.Fatalf("sample %v, want the 50 ms floor (min RTT)", got)
+	}
+}
