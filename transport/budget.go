@@ -228,8 +228,8 @@ func (b *budget) shed(r ShedReason, n int) {
 }
 
 // congested reports whether the last interval measured queuing delay above
-// the target: redundant copies, the first traffic shed, then stay home.
-func (b *budget) congested() bool { return b.on && b.stats.QueueDelay > b.target }
+// the threshold: redundant copies, the first traffic shed, then stay home.
+func (b *budget) congested() bool { return b.on && b.stats.QueueDelay > b.threshold() }
 
 // sample takes one RTT sample at now and reports whether an interval has
 // passed: then the caller runs update.
@@ -347,7 +347,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			b.stats.Backoffs++
 			b.creeps = 0
 		}
-	case q < b.target/4 && (b.pacedIn || sentRate*2 > b.rate):
+	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
 		// Probing, far from the last back-off: 1/32, doubling with each
 		// interval in a row up to 1/4.
 		// The doubling needs the peer's acks to keep up with what goes
@@ -367,7 +367,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	default:
 		b.probes = 0
 	}
-	if q >= b.target/4 {
+	if q >= b.threshold()/4 {
 		b.probes = 0
 	}
 	b.intervalAt, b.lowest, b.sent, b.pacedIn, b.nSamples = now, 0, 0, false, 0

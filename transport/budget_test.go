@@ -136,7 +136,7 @@ func (br *budgetRun) run(until time.Duration, offering bool) {
 		}
 		if r.now%(500*time.Millisecond) == 0 {
 			b := r.a.ch.Stats().Budget
-			br.rates = append(br.rates, fmt.Sprintf("%v: rate %d KB/s qdelay %v samples %d", r.now, b.Rate/1000, b.QueueDelay.Round(time.Millisecond), r.a.ch.tracker.RTT().Samples()))
+			br.rates = append(br.rates, fmt.Sprintf("%v: %d KB/s q %v", r.now, b.Rate/1000, b.QueueDelay.Round(time.Millisecond)))
 		}
 		r.now += time.Millisecond
 		r.net.AdvanceTo(r.now)
@@ -291,20 +291,3 @@ func TestBudgetRandomLoss(t *testing.T) {
 	}
 }
 
-func TestBudgetDebugSeries(t *testing.T) {
-	link := simlink.LinkConfig{MTU: MaxMTU, Delay: 20 * time.Millisecond, Jitter: time.Millisecond, Bandwidth: 200_000, QueueLimit: 64 << 10}
-	br := newBudgetRun(t, *budgetSeed, link)
-	var line string
-	for at := 100 * time.Millisecond; at <= 10*time.Second; at += 100 * time.Millisecond {
-		br.run(at, true)
-		var mx time.Duration
-		for _, s := range br.qdelays {
-			if s.at >= at-200*time.Millisecond && s.at < at-100*time.Millisecond {
-				mx = max(mx, s.q)
-			}
-		}
-		b := br.r.a.ch.Stats().Budget
-		line += fmt.Sprintf("\n%v rate=%d q=%v noise=%v lastMax=%d ackRate=%d maxq(prev100ms)=%v", at, b.Rate/1000, b.QueueDelay, br.r.a.ch.budget.noise, br.r.a.ch.budget.lastMax/1000, br.r.a.ch.budget.ackRate/1000, mx)
-	}
-	t.Log(line)
-}
