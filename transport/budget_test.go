@@ -290,4 +290,3 @@ func TestBudgetRandomLoss(t *testing.T) {
 		})
 	}
 }
-
