@@ -290,3 +290,33 @@ func TestBudgetRandomLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetNoAllocs: a channel whose budget binds — pacing, shedding
+// superseded, expired and redundant traffic, back-pressure on the reliable
+// stream — allocates nothing in steady state.
+func TestBudgetNoAllocs(t *testing.T) {
+	p := newPair(t, Config{MaxSendRate: 2 * MinSendRate})
+	msg := make([]byte, 200)
+	offer := func() {
+		p.a.SendReliable(1, msg[:64]) // ErrQueueFull once the window is full: no allocation either
+		for s := range 4 {
+			p.a.SendSequenced(uint8(s), msg)
+		}
+		for range 3 {
+			p.a.SendUnreliable(msg)
+		}
+	}
+	for range 600 {
+		offer()
+		p.step()
+	}
+	before, st0 := p.hb.messages, p.a.Stats().Budget
+	if n := testing.AllocsPerRun(300, func() { offer(); p.step() }); n != 0 {
+		t.Errorf("%v allocations per tick with the budget binding, want 0", n)
+	}
+	st := p.a.Stats().Budget
+	if p.hb.messages == before || st.PacedWaits == st0.PacedWaits || st.Shed == st0.Shed {
+		t.Errorf("the budget did not bind while measuring: delivered %d, paced %d → %d, shed %v → %v",
+			p.hb.messages-before, st0.PacedWaits, st.PacedWaits, st0.Shed, st.Shed)
+	}
+}
