@@ -31,7 +31,7 @@ const (
 	NoSendBudget = -1
 	// DefaultQueueDelayTarget is the queuing delay above which the budget
 	// backs off: well under one 60 Hz tick.
-	DefaultQueueDelayTarget = 10 * time.Millisecond
+	DefaultQueueDelayTarget = 8 * time.Millisecond
 	// DefaultUnreliableMaxAge is how long an unreliable message the budget
 	// held back may wait before it is shed.
 	DefaultUnreliableMaxAge = 100 * time.Millisecond
@@ -296,7 +296,7 @@ func (b *budget) baseRTT() time.Duration {
 // paced, or more than half the rate went out) — far from the rate of the
 // last back-off by 1/32 an interval, doubling with each interval in a row
 // (while the acks keep up with what goes out) up to 1/4 (probing: a lifted bottleneck is found again within a second
-// or two), near it (0.8–1.3×) by 1/64 (no overshoot into the queue it
+// or two), near it (0.8–1.2×) by 1/64 (no overshoot into the queue it
 // just drained) for at most budgetCreeps intervals, then probing again
 // (the bottleneck may have gone); else hold. Loss plays
 // no part.
@@ -358,8 +358,8 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		if ackRate*100 < sentRate*85 {
 			b.probes = 0
 		}
-		if b.rate > b.lastMax*8/10 && b.rate < b.lastMax*13/10 && b.creeps < budgetCreeps {
-			step, b.probes = max(b.rate/48, b.mtu/2), 0 // near it: creep
+		if b.rate > b.lastMax*8/10 && b.rate < b.lastMax*12/10 && b.creeps < budgetCreeps {
+			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
 			b.creeps++
 		}
 		b.rate = min(b.ceiling, b.rate+step)
