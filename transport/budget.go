@@ -46,7 +46,6 @@ const (
 	budgetBurst     = KeepAliveInterval     // unused budget carries over at most this long
 	budgetQuantum   = time.Millisecond      // pacing slots are at least this far apart
 	budgetSamples   = 4                     // ... and holds at least this many RTT samples
-	budgetCreeps    = 1000                  // creeping intervals before probing resumes
 )
 
 // ShedReason says why the budget kept something from the wire.
@@ -91,6 +90,10 @@ type BudgetStats struct {
 	QueueDelay time.Duration
 	// BaseRTT is the minimum RTT over the last 10 s.
 	BaseRTT time.Duration
+	// Threshold is the queuing delay above which the budget backs off now:
+	// Config.QueueDelayTarget plus twice the path's delay noise and
+	// jitter (a jittery path tolerates more before it reads as queuing).
+	Threshold time.Duration
 	// SendQueueDelay is how long what waits to be sent — reliable messages
 	// not yet sent or due again, queued unreliable and sequenced bytes —
 	// takes to leave at Rate: the back-pressure figure. (Computed by Stats.)
@@ -132,7 +135,6 @@ type budget struct {
 	jitter     time.Duration                 // the RTT's jitter at the last update
 	lastMax    int64                         // the rate in use at the last back-off
 	probes     uint                          // probing increases in a row
-	creeps     int                           // creeping increases since the last back-off
 	rises      int                           // intervals in a row whose queuing delay grew
 	prevQ      time.Duration                 // the queuing delay of the interval before
 	ackRate    int64                         // smoothed delivery rate, bytes/s
@@ -287,19 +289,18 @@ func (b *budget) baseRTT() time.Duration {
 // update ends an interval. The queuing delay q is the interval's smallest
 // RTT sample above the base RTT; noise is the smoothed change of q from
 // interval to interval, which random jitter makes large and a growing
-// queue does not, and the threshold is target + 2·noise (GCC's adaptive
-// threshold, simplified): a jittery path does not read as a congested one.
-// Above it in two intervals in a row — or above half of it after growing (by more than the noise)
-// two intervals in a row: a queue building up — back off multiplicatively to 0.85 of the rate in use (the
-// smoothed sent rate, if lower than the budget), once per round trip;
-// below a quarter of the target, grow when the budget was used (a Flush was
-// paced, or more than half the rate went out) — far from the rate of the
-// last back-off by 1/32 an interval, doubling with each interval in a row
-// (while the acks keep up with what goes out) up to 1/4 (probing: a lifted bottleneck is found again within a second
-// or two), near it (0.8–1.2×) by 1/64 (no overshoot into the queue it
-// just drained) for at most budgetCreeps intervals, then probing again
-// (the bottleneck may have gone); else hold. Loss plays
-// no part.
+// queue does not (see threshold). Above the threshold in two intervals in
+// a row — or above half of it after growing by more than the noise two
+// intervals in a row: a queue building up — and unless the queue is
+// already draining, it backs off, once per round trip: to 0.85 of the
+// delivery rate (half of it when the queue is deeper than eight targets).
+// Below a quarter of the threshold it grows when the budget was used (a
+// Flush was paced, or more than half the rate went out): near the rate of
+// the last back-off (0.8–1.2×) by 1/64 an interval, so it does not
+// overshoot into the queue it just drained; elsewhere by 1/32, doubling
+// with each interval in a row up to 1/8 while the acks keep up with what
+// goes out (probing: a lifted bottleneck is found again within a second
+// or two). Else it holds. Loss plays no part.
 //
 // srtt is the smoothed RTT (the hold after a back-off), jitter the RTT's
 // jitter (see threshold), acked the
@@ -335,32 +336,38 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	b.acked = acked
 	switch {
 	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 2:
-		if now >= b.holdUntil {
+		// A queue already draining (q fell since the last interval) needs
+		// no further cut: the last one is working.
+		if now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) {
 			// While a queue grows, the acks arrive at the rate the
-			// bottleneck drains it: its capacity.
-			b.lastMax = max(ackRate, b.ackRate)
-			if b.lastMax == 0 {
-				b.lastMax = b.sentRate
+			// bottleneck drains it: its capacity. (Half the sent rate
+			// bounds it from below in the first round trips, when the
+			// acks are still stuck behind the queue.)
+			b.lastMax = max(ackRate, b.ackRate, b.sentRate/2)
+			// To 0.85 of it; to half of it when the standing queue is
+			// deep (eight targets: a start at the ceiling, a path that
+			// just narrowed), so it drains in a few round trips.
+			cut := int64(85)
+			if q > 8*b.target {
+				cut = 50
 			}
-			b.rate = max(min(b.rate, b.lastMax)*85/100, MinSendRate)
+			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
 			b.holdUntil = now + srtt + budgetInterval
 			b.stats.Backoffs++
-			b.creeps = 0
 		}
 	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
 		// Probing, far from the last back-off: 1/32, doubling with each
-		// interval in a row up to 1/4.
+		// interval in a row up to 1/8.
 		// The doubling needs the peer's acks to keep up with what goes
 		// out (a saturated bottleneck delivers less than is sent; loss
 		// too, and then probing stays gentle).
-		step := max(b.rate/32<<min(b.probes, 3), 2*b.mtu)
+		step := max(b.rate/32<<min(b.probes, 2), 2*b.mtu)
 		b.probes++
 		if ackRate*100 < sentRate*85 {
 			b.probes = 0
 		}
-		if b.rate > b.lastMax*8/10 && b.rate < b.lastMax*12/10 && b.creeps < budgetCreeps {
+		if b.rate > b.lastMax*8/10 && b.rate < b.lastMax*12/10 {
 			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
-			b.creeps++
 		}
 		b.rate = min(b.ceiling, b.rate+step)
 		b.stats.Increases++
@@ -455,7 +462,7 @@ func (c *Channel) budgetStats(s *ChannelStats) {
 		return
 	}
 	s.Budget = b.stats
-	s.Budget.Rate, s.Budget.Tokens = b.rate, b.tokens
+	s.Budget.Rate, s.Budget.Tokens, s.Budget.Threshold = b.rate, b.tokens, b.threshold()
 	waiting := int64(c.outBytes)
 	for _, rs := range c.reliable {
 		for id := rs.oldest; id != rs.next; id++ {
