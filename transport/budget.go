@@ -292,7 +292,8 @@ func (b *budget) baseRTT() time.Duration {
 // queue does not (see threshold). Above the threshold in two intervals in
 // a row — or above half of it after growing by more than the noise two
 // intervals in a row: a queue building up — and unless the queue is
-// already draining, it backs off, once per round trip: to 0.85 of the
+// already draining or the RTT jitter is four targets or more (no usable
+// delay signal: a documented limit), it backs off, once per round trip: to 0.85 of the
 // delivery rate (half of it when the queue is deeper than eight targets).
 // Below a quarter of the threshold it grows when the budget was used (a
 // Flush was paced, or more than half the rate went out): near the rate of
@@ -338,7 +339,9 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 2:
 		// A queue already draining (q fell since the last interval) needs
 		// no further cut: the last one is working.
-		if now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) {
+		// And a path whose RTT jitter is four targets or more carries no
+		// usable delay signal: it is not cut for what may be jitter.
+		if now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
 			// While a queue grows, the acks arrive at the rate the
 			// bottleneck drains it: its capacity. (Half the sent rate
 			// bounds it from below in the first round trips, when the
