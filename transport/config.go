@@ -147,7 +147,7 @@ type Config struct {
 	// sequenced and expired unreliable messages are shed (counted in
 	// ChannelStats.Budget), and reliable messages wait in their stream
 	// (ErrQueueFull once it is full); none is dropped. The rate starts at
-	// the ceiling. Default DefaultMaxSendRate (1 GiB/s); NoSendBudget (−1)
+	// the ceiling. Default DefaultMaxSendRate (4 GiB/s); NoSendBudget (−1)
 	// turns the budget off; range −1 or [MinSendRate, 2^40]. Not shared.
 	MaxSendRate int64
 
