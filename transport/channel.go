@@ -436,8 +436,10 @@ func (c *Channel) Stalled() error {
 // rather than leave alone microseconds before it — a 60 Hz game's next
 // message is due one interval after the last), a loss verdict by time (the SendTracker's next
 // expiry, which also frees the in-flight window that held anything back),
-// a partial reassembly's expiry, a stall warning or StallTimeout, and the
-// keep-alive (KeepAliveInterval after the last datagram sent), which
+// a partial reassembly's expiry, a stall warning or StallTimeout, the send
+// budget's next pacing slot when the last Flush held something back for
+// lack of tokens (when the bucket turns positive, at least 1 ms on), and
+// the keep-alive (KeepAliveInterval after the last datagram sent), which
 // always exists. A loop that Flushes at that time, and whenever a datagram
 // arrives, runs every timer of the channel on time: this is what lets an
 // event loop sleep until something is due instead of waking on a fixed
