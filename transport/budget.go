@@ -139,6 +139,7 @@ type budget struct {
 	rises      int                           // intervals in a row whose queuing delay grew
 	prevQ      time.Duration                 // the queuing delay of the interval before
 	ackRate    int64                         // smoothed delivery rate, bytes/s
+	maxAck     int64                         // its recent maximum, fading
 	acked      uint64                        // SendStats.Acked at the last update
 	sentB      int64                         // bytes and datagrams committed, all time
 	sentN      int64                         // (their ratio is the mean datagram size)
@@ -298,7 +299,8 @@ func (b *budget) baseRTT() time.Duration {
 // delivery rate (half of it when the queue is deeper than eight targets).
 // Below a quarter of the threshold it grows when the budget was used (a
 // Flush was paced, or more than half the rate went out): near the rate of
-// the last back-off (0.8–1.2×) by 1/64 an interval, so it does not
+// the last back-off or the best recent delivery rate (0.8–1.2×) by 1/64
+// an interval, so it does not
 // overshoot into the queue it just drained; elsewhere by 1/32, doubling
 // with each interval in a row up to 1/8 while the acks keep up with what
 // goes out (probing: a lifted bottleneck is found again within a second
@@ -335,6 +337,15 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
 		b.ackRate += (ackRate - b.ackRate) / 4
 	}
+	// The largest smoothed delivery rate seen while a queue stood (then
+	// the acks come at the bottleneck's rate), fading by a third every
+	// ~4 s: the capacity the path showed lately, so the creep zone stays
+	// near it even after a cut far below it. (Without a queue the acks
+	// only echo what was sent, and say nothing of the capacity.)
+	b.maxAck -= b.maxAck / 128
+	if q >= b.threshold()/2 {
+		b.maxAck = max(b.maxAck, b.ackRate)
+	}
 	b.acked = acked
 	switch {
 	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 2:
@@ -370,7 +381,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		if ackRate*100 < sentRate*85 {
 			b.probes = 0
 		}
-		if b.rate > b.lastMax*8/10 && b.rate < b.lastMax*12/10 {
+		if known := max(b.lastMax, b.maxAck); b.rate > known*8/10 && b.rate < known*12/10 {
 			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
 		}
 		b.rate = min(b.ceiling, b.rate+step)
