@@ -344,7 +344,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	// only echo what was sent, and say nothing of the capacity.)
 	b.maxAck -= b.maxAck / 128
 	if q >= b.threshold()/2 {
-		b.maxAck = max(b.maxAck, b.ackRate)
+		b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
 	}
 	b.acked = acked
 	switch {
