@@ -292,8 +292,9 @@ func (b *budget) baseRTT() time.Duration {
 // RTT sample above the base RTT; noise is the smoothed change of q from
 // interval to interval, which random jitter makes large and a growing
 // queue does not (see threshold). Above the threshold in two intervals in
-// a row — or above half of it after growing by more than the noise two
-// intervals in a row: a queue building up — and unless the queue is
+// a row — or above half of it after growing by more than the noise three
+// intervals in a row: a queue building up (two rises are what a peer
+// that acks on its tick makes of nothing) — and unless the queue is
 // already draining or the RTT jitter is four targets or more (no usable
 // delay signal: a documented limit), it backs off, once per round trip: to 0.85 of the
 // delivery rate (half of it when the queue is deeper than eight targets).
@@ -348,7 +349,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	}
 	b.acked = acked
 	switch {
-	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 2:
+	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
 		// A queue already draining (q fell since the last interval) needs
 		// no further cut: the last one is working.
 		// And a path whose RTT jitter is four targets or more carries no
