@@ -97,8 +97,9 @@ type Sink interface {
 type queued struct {
 	off, n int32
 	tag    uint64
-	fragID wire.Seq // a large message's fragment message id, once its first piece went out
-	piece  uint8    // a large message's next piece to send
+	fragID wire.Seq      // a large message's fragment message id, once its first piece went out
+	piece  uint8         // a large message's next piece to send
+	at     time.Duration // the now of the last Flush before it was queued (UnreliableMaxAge)
 }
 
 // Channel is the protocol state for one peer: seq/ack bookkeeping on every
@@ -183,6 +184,9 @@ type Channel struct {
 	// MaxDatagramsPerFlush with work left.
 	wantFlush, budgetHit bool
 
+	budget    budget  // the send budget (budget.go)
+	seqLatest []int32 // per sequenced stream: scratch for budget.shedStale
+
 	stats ChannelStats
 }
 
@@ -231,6 +235,10 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		events:    make([]ackmap.Event, 0, 64),
 	}
 	c.cursor = make([]wire.Seq, cfg.OrderedStreams+1)
+	c.budget.init(cfg)
+	if c.budget.on {
+		c.seqLatest = make([]int32, cfg.SequencedStreams)
+	}
 	for s := 0; s <= cfg.OrderedStreams; s++ {
 		c.reliable = append(c.reliable, newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes))
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
@@ -273,7 +281,7 @@ func (c *Channel) SendUnreliable(p []byte) error {
 	}
 	off := len(c.outArena)
 	c.outArena = wire.AppendUnreliableFrame(c.outArena, wire.UnreliableFrame{Payload: p})
-	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off)})
+	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off), at: c.now})
 	c.outBytes += len(c.outArena) - off
 	c.wantFlush = true
 	return nil
@@ -292,7 +300,7 @@ func (c *Channel) SendSequenced(s uint8, p []byte) error {
 	off := len(c.outArena)
 	c.outArena = wire.AppendSequencedFrame(c.outArena, wire.SequencedFrame{Stream: s, Seq: c.seqNext[s], Payload: p})
 	c.seqNext[s]++
-	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off)})
+	c.outMsgs = append(c.outMsgs, queued{off: int32(off), n: int32(len(c.outArena) - off), at: c.now})
 	c.outBytes += len(c.outArena) - off
 	c.wantFlush = true
 	return nil
@@ -380,6 +388,11 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.wantFlush, c.budgetHit = false, false
 	c.dispatch(c.tracker.Expire(c.events[:0], now))
 	c.assembler.Expire(now)
+	if c.budget.on {
+		c.budget.refill(now)
+		c.shedStale()
+		c.budget.paced = false
+	}
 
 	if c.closing && c.room(wire.DisconnectFrameLen) {
 		c.cur = wire.AppendDisconnectFrame(c.cur, wire.DisconnectFrame{Reason: c.closeWhy})
@@ -457,8 +470,10 @@ func (c *Channel) Stalled() error {
 // while the link is lossy and within the copy bounds), a delayed ack's due
 // time (Config.AckDelay), a loss verdict by time (the SendTracker's next
 // expiry, which also frees the in-flight window that held anything back),
-// a partial reassembly's expiry, a stall warning or StallTimeout, and the
-// keep-alive (KeepAliveInterval after the last datagram sent), which
+// a partial reassembly's expiry, a stall warning or StallTimeout, the send
+// budget's next pacing slot when the last Flush held something back for
+// lack of tokens (when the bucket turns positive, at least 1 ms on), and
+// the keep-alive (KeepAliveInterval after the last datagram sent), which
 // always exists. A loop that Flushes at that time, and whenever a datagram
 // arrives, runs every timer of the channel on time: this is what lets an
 // event loop sleep until something is due instead of waking on a fixed
@@ -473,6 +488,9 @@ func (c *Channel) NextDeadline() (time.Duration, bool) {
 			return c.now, true
 		}
 		at = min(at, c.ackDueAt)
+	}
+	if c.budget.paced {
+		at = min(at, c.budget.nextSlot(c.now)) // the pacing slot
 	}
 	if t, ok := c.tracker.NextExpiry(); ok {
 		at = min(at, t)
@@ -550,7 +568,7 @@ func (c *Channel) flushRecords() {
 				c.budgetHit = true
 				break
 			}
-			if c.tracker.InFlightRoom() < count {
+			if c.tracker.InFlightRoom() < count || !c.budget.mayOpen() {
 				break
 			}
 		}
@@ -705,6 +723,9 @@ func (c *Channel) reliableRoom(n int) bool {
 		return false
 	}
 	c.finish()
+	if !c.budget.mayOpen() {
+		return false
+	}
 	return c.room(n)
 }
 
@@ -720,7 +741,7 @@ func (c *Channel) flushQueued() {
 		q := &c.outMsgs[done]
 		frame := c.outArena[q.off : q.off+q.n]
 		if len(frame) <= single {
-			if !c.room(len(frame)) {
+			if !c.pacedRoom(len(frame)) {
 				break
 			}
 			c.cur = append(c.cur, frame...)
@@ -730,7 +751,7 @@ func (c *Channel) flushQueued() {
 		count := (len(frame) + piece - 1) / piece
 		for ; int(q.piece) < count; q.piece++ {
 			f := pieceOf(frame, wire.FrameType(frame[0]), q.fragID, int(q.piece), count, piece)
-			if c.inFlightRoom() <= c.inFlightMargin()/2 || !c.room(wire.FragmentFrameLen(f)) {
+			if c.inFlightRoom() <= c.inFlightMargin()/2 || !c.pacedRoom(wire.FragmentFrameLen(f)) {
 				break
 			}
 			if q.piece == 0 {
@@ -814,6 +835,13 @@ func (c *Channel) flushRedundant() {
 			}
 			if c.cur != nil && (c.curRedun+len(sl.buf) > budget || len(c.cur)+len(sl.buf) > c.limit || c.man.n == manifestCap) {
 				return // this Flush's redundancy budget is spent
+			}
+			if c.budget.on && (c.budget.congested() || c.budget.tokens-int64(len(c.cur)) <= int64(len(sl.buf))) {
+				// Over budget: redundant copies are the first to stay
+				// home (counted; the message itself is still in flight).
+				c.budget.shed(ShedRedundant, len(sl.buf))
+				sl.lastSentAt = c.now // its next chance is an interval on
+				continue
 			}
 			if c.cur == nil && c.inFlightRoom() <= c.inFlightMargin() {
 				// A copy in a datagram of its own takes a place in the
@@ -1018,6 +1046,16 @@ func (c *Channel) tagLen() int {
 	return 0
 }
 
+// pacedRoom is room for traffic the send budget paces: a new datagram opens
+// only while the bucket has tokens (budget.mayOpen).
+func (c *Channel) pacedRoom(n int) bool {
+	if !c.fits(n) && !c.budget.mayOpen() {
+		c.finish()
+		return false
+	}
+	return c.room(n)
+}
+
 // fits reports whether n more bytes fit the open datagram.
 func (c *Channel) fits(n int) bool { return c.cur != nil && len(c.cur)+n <= c.limit }
 
@@ -1054,6 +1092,7 @@ func (c *Channel) finish() {
 		evs = c.tracker.Seal(evs, c.sealAfter)
 		c.sealAfter = ackmap.NoRecord
 	}
+	c.budget.spend(len(c.cur)+c.tagLen(), c.curFrame > 0)
 	c.stats.DatagramsSent++
 	c.stats.BytesSent += uint64(len(c.cur) + c.tagLen())
 	if c.curFrame == 0 {
@@ -1109,6 +1148,12 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 			c.stats.AcksRefused++
 		}
 		c.dispatch(evs)
+		if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
+			c.budget.samples = rtt.Samples()
+			if c.budget.sample(now, rtt.Latest()) {
+				c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Stats().Acked)
+			}
+		}
 	}
 	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++

@@ -234,6 +234,29 @@ type Config struct {
 	// 30 s; range [StallWarning, 1 h], or −1.
 	StallTimeout time.Duration
 
+	// MaxSendRate is the ceiling of the send budget, bytes/s of datagrams
+	// (headers included): a token bucket whose rate a delay-based
+	// estimator sets — it backs off when the RTT grows past the path's
+	// minimum by QueueDelayTarget, never for loss — with pacing inside the
+	// tick. Over budget, redundant copies stay home first, then superseded
+	// sequenced and expired unreliable messages are shed (counted in
+	// ChannelStats.Budget), and reliable messages wait in their stream
+	// (ErrQueueFull once it is full); none is dropped. The rate starts at
+	// the ceiling. Default DefaultMaxSendRate (4 GiB/s); NoSendBudget (−1)
+	// turns the budget off; range −1 or [MinSendRate, 2^40]. Not shared.
+	MaxSendRate int64
+
+	// QueueDelayTarget is the queuing delay (RTT above the 10 s minimum)
+	// above which the send budget backs off. Default 10 ms; range [1 ms,
+	// 1 s].
+	QueueDelayTarget time.Duration
+
+	// UnreliableMaxAge is how long an unreliable message held back by the
+	// send budget may wait before it is shed (counted as ShedExpired); a
+	// message is only ever shed after a Flush the budget cut short.
+	// Default 100 ms; range [1 ms, 1 min].
+	UnreliableMaxAge time.Duration
+
 	// MaxMessageSize is the largest message accepted by Send, after
 	// framing. It may not exceed what 255 fragments carry at this MTU
 	// (MaxMessageSizeFor), which is also the default. Shared.
@@ -273,6 +296,15 @@ func (c Config) WithDefaults() Config {
 		if c.StallTimeout > 0 {
 			c.StallWarning = min(c.StallWarning, c.StallTimeout)
 		}
+	}
+	if c.MaxSendRate == 0 {
+		c.MaxSendRate = DefaultMaxSendRate
+	}
+	if c.QueueDelayTarget == 0 {
+		c.QueueDelayTarget = DefaultQueueDelayTarget
+	}
+	if c.UnreliableMaxAge == 0 {
+		c.UnreliableMaxAge = DefaultUnreliableMaxAge
 	}
 	if c.MTU >= MinMTU && c.MTU <= MaxMTU {
 		def(&c.MaxMessageSize, MaxMessageSizeFor(c.MTU))
@@ -320,6 +352,12 @@ func (c Config) Validate() error {
 		return bad("StallTimeout %v not in (0, 1h] or -1", c.StallTimeout)
 	case c.StallWarning <= 0 || c.StallTimeout > 0 && c.StallWarning > c.StallTimeout:
 		return bad("StallWarning %v not in (0, StallTimeout %v]", c.StallWarning, c.StallTimeout)
+	case c.MaxSendRate != NoSendBudget && (c.MaxSendRate < MinSendRate || c.MaxSendRate > 1<<40):
+		return bad("MaxSendRate %d not %d or in [%d, %d]", c.MaxSendRate, NoSendBudget, MinSendRate, int64(1)<<40)
+	case c.QueueDelayTarget < time.Millisecond || c.QueueDelayTarget > time.Second:
+		return bad("QueueDelayTarget %v not in [1ms, 1s]", c.QueueDelayTarget)
+	case c.UnreliableMaxAge < time.Millisecond || c.UnreliableMaxAge > time.Minute:
+		return bad("UnreliableMaxAge %v not in [1ms, 1m]", c.UnreliableMaxAge)
 	case c.MaxMessageSize < 1 || c.MaxMessageSize > MaxMessageSizeFor(c.MTU):
 		return bad("MaxMessageSize %d not in [1, %d] at MTU %d", c.MaxMessageSize, MaxMessageSizeFor(c.MTU), c.MTU)
 	case c.ReliableBytes < c.MaxMessageSize+maxFraming:

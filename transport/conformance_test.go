@@ -329,6 +329,9 @@ func runConfScenario(sc *confScenario) confResult {
 				st.DatagramsSent, st.DatagramsReceived, st.ReliableResent, st.RedundantCopies, st.Stalls,
 				st.FragmentsRefused, st.ReliableOverflow, st.ReliableOutside, lossCauses(st.Ack),
 				st.Fragments.Expired, st.Fragments.Evicted, st.Fragments.StalePieces)
+			b := st.Budget
+			line += fmt.Sprintf("; budget rate %d B/s tokens %d base rtt %v queue delay %v backoffs %d increases %d paced %d shed %v (%v B)",
+				b.Rate, b.Tokens, b.BaseRTT, b.QueueDelay, b.Backoffs, b.Increases, b.PacedWaits, b.Shed, b.ShedBytes)
 		}
 		if sd.ep != nil {
 			line += fmt.Sprintf("; suspends %d resumes %d ended %q", sd.suspends, sd.resumes, sd.ended)

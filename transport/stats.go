@@ -58,6 +58,9 @@ type ChannelStats struct {
 	// Stalls counts the times a reliable stream held messages with no
 	// progress for Config.StallWarning (once per stall).
 	Stalls uint64
+	// Budget is the send budget: estimated rate, bucket, queuing delay,
+	// what was shed and why (zero when Config.MaxSendRate is NoSendBudget).
+	Budget BudgetStats
 
 	// Ack bookkeeping, round trip and reassembly.
 	Ack       ackmap.SendStats
@@ -101,6 +104,7 @@ func (c *Channel) Stats() ChannelStats {
 	}
 	s.QueuedBytes, s.QueuedRecords = c.outBytes, len(c.outRecs)
 	s.PartialAssemblies = c.assembler.Partials()
+	c.budgetStats(&s)
 	for _, rs := range c.reliable {
 		if rs.unacked > 0 {
 			s.StalledFor = max(s.StalledFor, c.now-rs.progressAt)

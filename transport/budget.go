@@ -1,0 +1,493 @@
+package transport
+
+import (
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+// The send budget: a per-channel token bucket whose rate a delay-based
+// estimator sets, with pacing inside the tick. It is logic only — Flush
+// asks it before opening a datagram (mayOpen), tells it what it committed
+// (spend) and what the peer acked (acked), and Receive feeds it the RTT
+// samples the SendTracker takes (sample).
+//
+// The congestion signal is queuing delay: how far the smallest RTT sample
+// of an update interval lies above the path's minimum RTT over the last
+// budgetMinWindow (LEDBAT's base delay, BBR's min_rtt). A constant part of
+// the RTT — the peer's ack delay at a fixed tick, a slow path — cancels
+// out; a queue growing in a bottleneck router does not. Loss is never a
+// signal: a link that drops 20 % at random but queues nothing keeps its
+// rate.
+
+// Defaults and fixed constants of the send budget.
+const (
+	// DefaultMaxSendRate is the budget's ceiling when Config.MaxSendRate
+	// is 0: 4 GiB/s, well above what one peer moves on loopback (bulk runs at
+	// 0.6–0.8 GB/s; a ceiling near that would pace it), so the budget
+	// only ever binds where a queue grows. NoSendBudget turns it off.
+	DefaultMaxSendRate = 1 << 32
+	// NoSendBudget, as Config.MaxSendRate, turns the send budget off: no
+	// estimator, no pacing, no shedding (the behaviour before it existed).
+	NoSendBudget = -1
+	// DefaultQueueDelayTarget is the queuing delay above which the budget
+	// backs off: well under one 60 Hz tick.
+	DefaultQueueDelayTarget = 8 * time.Millisecond
+	// DefaultUnreliableMaxAge is how long an unreliable message the budget
+	// held back may wait before it is shed.
+	DefaultUnreliableMaxAge = 100 * time.Millisecond
+	// MinSendRate is the floor of the estimated rate, bytes/s: a back-off
+	// never goes below it, so keep-alives, acks and a trickle of state
+	// always flow.
+	MinSendRate = 16 << 10
+
+	budgetInterval  = 50 * time.Millisecond // one estimator update per interval
+	budgetMinWindow = 10 * time.Second      // the base RTT is the minimum over this long
+	budgetMinSlots  = 10                    // ... kept as this many per-slot minima
+	budgetBurst     = KeepAliveInterval     // unused budget carries over at most this long
+	budgetQuantum   = time.Millisecond      // pacing slots are at least this far apart
+	budgetSamples   = 4                     // ... and holds at least this many RTT samples
+)
+
+// ShedReason says why the budget kept something from the wire.
+type ShedReason uint8
+
+const (
+	// ShedRedundant: a redundant copy of an unacked reliable message.
+	ShedRedundant ShedReason = iota
+	// ShedSuperseded: a queued sequenced message a newer one on the same
+	// stream replaced before it could go.
+	ShedSuperseded
+	// ShedExpired: a queued unreliable message older than
+	// Config.UnreliableMaxAge while the budget held it back.
+	ShedExpired
+	shedReasons
+)
+
+// String returns the reason's name.
+func (r ShedReason) String() string {
+	switch r {
+	case ShedRedundant:
+		return "redundant"
+	case ShedSuperseded:
+		return "superseded"
+	case ShedExpired:
+		return "expired"
+	}
+	return "unknown"
+}
+
+// BudgetStats describe a channel's send budget (ChannelStats.Budget). All
+// zero when the budget is off (Config.MaxSendRate NoSendBudget).
+type BudgetStats struct {
+	// Rate is the estimated rate the path carries without queuing, bytes/s,
+	// at most the ceiling (Config.MaxSendRate).
+	Rate int64
+	// Tokens is the bucket: bytes that may leave now (negative: the last
+	// datagram went out on credit, and the next waits until it is repaid).
+	Tokens int64
+	// QueueDelay is the last measured queuing delay: the smallest RTT
+	// sample of the last update interval minus BaseRTT.
+	QueueDelay time.Duration
+	// BaseRTT is the minimum RTT over the last 10 s.
+	BaseRTT time.Duration
+	// Threshold is the queuing delay above which the budget backs off now:
+	// Config.QueueDelayTarget plus twice the path's delay noise and
+	// jitter (a jittery path tolerates more before it reads as queuing).
+	Threshold time.Duration
+	// SendQueueDelay is how long what waits to be sent — reliable messages
+	// not yet sent or due again, queued unreliable and sequenced bytes —
+	// takes to leave at Rate: the back-pressure figure. (Computed by Stats.)
+	SendQueueDelay time.Duration
+	// Backoffs and Increases count the estimator's decisions.
+	Backoffs, Increases uint64
+	// PacedWaits counts the Flushes that held something back for lack of
+	// tokens (its next pacing slot is in NextDeadline).
+	PacedWaits uint64
+	// Shed and ShedBytes count what the budget kept from the wire, by
+	// ShedReason (frame bytes). Reliable messages are never shed: they
+	// wait in their stream, and a full stream answers ErrQueueFull.
+	Shed, ShedBytes [shedReasons]uint64
+}
+
+// budget is the send budget's state; the zero value is off.
+type budget struct {
+	on      bool
+	ceiling int64
+	target  time.Duration
+	maxAge  time.Duration
+	mtu     int64
+
+	rate     int64 // bytes/s
+	tokens   int64 // bytes; may go one datagram negative
+	filledAt time.Duration
+	started  bool
+	paced    bool // the last Flush held something back for lack of tokens
+
+	// The estimator.
+	mins       [budgetMinSlots]time.Duration // per-slot minimum RTT, 0: none
+	minSlot    int64                         // the slot mins[minSlot%len] covers
+	intervalAt time.Duration                 // start of the current interval
+	lowest     time.Duration                 // smallest RTT sample in it, 0: none
+	nSamples   int                           // samples in it
+	sent       int64                         // bytes committed in it
+	sentRate   int64                         // smoothed sent rate over intervals, bytes/s
+	noise      time.Duration                 // smoothed change of the queuing delay
+	jitter     time.Duration                 // the RTT's jitter at the last update
+	lastMax    int64                         // the rate in use at the last back-off
+	probes     uint                          // probing increases in a row
+	rises      int                           // intervals in a row whose queuing delay grew
+	prevQ      time.Duration                 // the queuing delay of the interval before
+	ackRate    int64                         // smoothed delivery rate, bytes/s
+	maxAck     int64                         // its recent maximum, fading
+	acked      uint64                        // SendStats.Acked at the last update
+	sentB      int64                         // bytes and datagrams committed, all time
+	sentN      int64                         // (their ratio is the mean datagram size)
+	pacedIn    bool                          // a Flush was paced in it
+	holdUntil  time.Duration                 // no back-off before this
+	samples    uint64                        // the tracker's sample count last seen
+
+	stats BudgetStats
+}
+
+// init sets the budget up from a config with defaults applied.
+func (b *budget) init(cfg Config) {
+	if cfg.MaxSendRate == NoSendBudget {
+		return
+	}
+	*b = budget{
+		on:      true,
+		ceiling: cfg.MaxSendRate,
+		target:  cfg.QueueDelayTarget,
+		maxAge:  cfg.UnreliableMaxAge,
+		mtu:     int64(cfg.MTU),
+		rate:    cfg.MaxSendRate,
+	}
+}
+
+// refill adds the tokens earned since the last refill. Unused budget
+// carries over only as long as the time since the last Flush (at most
+// budgetBurst), plus one datagram, so a Flush can always send: a loop that
+// Flushes every millisecond (at its pacing slots) sends in small bursts,
+// one that Flushes once a tick sends the tick's worth at once, one that
+// Flushes at 10 Hz a tenth of a second's, and a channel idle for a while
+// does not save up a burst.
+func (b *budget) refill(now time.Duration) {
+	if !b.started {
+		b.started, b.filledAt, b.intervalAt = true, now, now
+		b.tokens = 2 * b.mtu
+		return
+	}
+	gap := now - b.filledAt
+	if gap <= 0 {
+		return
+	}
+	b.filledAt = now
+	earned := mulRate(b.rate, gap)
+	capTok := mulRate(b.rate, min(gap, budgetBurst)) + b.mtu
+	b.tokens = min(b.tokens+earned, capTok)
+}
+
+// mulRate returns the bytes rate (bytes/s) earns in d, without overflow
+// for any rate up to 2^40 and d up to an hour.
+func mulRate(rate int64, d time.Duration) int64 {
+	if d > time.Hour {
+		d = time.Hour
+	}
+	return rate / 1000 * int64(d/time.Microsecond) / 1000
+}
+
+// mayOpen reports whether a new datagram may open now: the bucket is
+// positive. A datagram may take it up to one MTU negative (spend).
+func (b *budget) mayOpen() bool {
+	if !b.on || b.tokens > 0 {
+		return true
+	}
+	if !b.paced {
+		b.paced = true
+		b.pacedIn = true
+		b.stats.PacedWaits++
+	}
+	return false
+}
+
+// spend takes a committed datagram of n bytes from the bucket; acked says
+// whether it expects an ack (it has frames: SendStats.Acked may count it).
+func (b *budget) spend(n int, acked bool) {
+	if !b.on {
+		return
+	}
+	b.tokens -= int64(n)
+	b.sent += int64(n)
+	if acked {
+		b.sentB += int64(n)
+		b.sentN++
+	}
+}
+
+// shed counts n frame bytes kept from the wire for reason r.
+func (b *budget) shed(r ShedReason, n int) {
+	b.stats.Shed[r]++
+	b.stats.ShedBytes[r] += uint64(n)
+}
+
+// congested reports whether the last interval measured queuing delay above
+// the threshold: redundant copies, the first traffic shed, then stay home.
+func (b *budget) congested() bool { return b.on && b.stats.QueueDelay > b.threshold() }
+
+// sample takes one RTT sample at now and reports whether an interval has
+// passed: then the caller runs update.
+func (b *budget) sample(now, rtt time.Duration) bool {
+	if rtt <= 0 {
+		return false
+	}
+	if b.lowest == 0 || rtt < b.lowest {
+		b.lowest = rtt
+	}
+	slot := int64(now / (budgetMinWindow / budgetMinSlots))
+	if slot != b.minSlot {
+		// Clear the slots skipped since the last sample: their minima
+		// are older than the window now.
+		for s := b.minSlot + 1; s <= slot && s <= b.minSlot+budgetMinSlots; s++ {
+			b.mins[s%budgetMinSlots] = 0
+		}
+		b.minSlot = slot
+	}
+	if m := &b.mins[slot%budgetMinSlots]; *m == 0 || rtt < *m {
+		*m = rtt
+	}
+	b.nSamples++
+	if now-b.intervalAt >= budgetInterval && b.nSamples >= budgetSamples {
+		// (An interval lasts until it holds budgetSamples samples: the
+		// minimum of fewer is mostly the peer's ack delay.)
+		return true
+	}
+	// A queue that is already over the threshold ends the interval early:
+	// four samples in a row above it are no accident of one late ack.
+	return b.nSamples >= 4 && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
+}
+
+// threshold is the queuing delay above which the budget backs off.
+//
+// It is target + 2·noise + 2·jitter: jitter is the RTT's own (the
+// smoothed difference between consecutive samples, ackmap.RTT.Jitter),
+// which a queue that grows or drains smoothly hardly moves and a jittery
+// radio link makes tens of milliseconds. On such a link a queue shorter
+// than the jitter is not told from it, and the budget tolerates it rather
+// than starving the game.
+func (b *budget) threshold() time.Duration { return b.target + 2*b.noise + 2*b.jitter }
+
+// baseRTT is the minimum RTT over the window.
+func (b *budget) baseRTT() time.Duration {
+	var base time.Duration
+	for _, m := range b.mins {
+		if m != 0 && (base == 0 || m < base) {
+			base = m
+		}
+	}
+	return base
+}
+
+// update ends an interval. The queuing delay q is the interval's smallest
+// RTT sample above the base RTT; noise is the smoothed change of q from
+// interval to interval, which random jitter makes large and a growing
+// queue does not (see threshold). Above the threshold in two intervals in
+// a row — or above half of it after growing by more than the noise three
+// intervals in a row: a queue building up (two rises are what a peer
+// that acks on its tick makes of nothing) — and unless the queue is
+// already draining or the RTT jitter is four targets or more (no usable
+// delay signal: a documented limit), it backs off, once per round trip: to 0.85 of the
+// delivery rate (half of it when the queue is deeper than eight targets).
+// Below a quarter of the threshold it grows when the budget was used (a
+// Flush was paced, or more than half the rate went out): near the rate of
+// the last back-off or the best recent delivery rate (0.8–1.2×) by 1/64
+// an interval, so it does not
+// overshoot into the queue it just drained; elsewhere by 1/32, doubling
+// with each interval in a row up to 1/8 while the acks keep up with what
+// goes out (probing: a lifted bottleneck is found again within a second
+// or two). Else it holds. Loss plays no part.
+//
+// srtt is the smoothed RTT (the hold after a back-off), jitter the RTT's
+// jitter (see threshold), acked the
+// datagrams acked so far (SendStats.Acked): the interval's delivery rate
+// is the ones it added times the mean datagram size, and a back-off goes
+// to 0.85 of the smoothed delivery rate — what the bottleneck carried
+// while its queue grew — when that is below the rate in use.
+func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
+	b.jitter = jitter
+	el := max(now-b.intervalAt, time.Millisecond)
+	base := b.baseRTT()
+	b.stats.BaseRTT = base
+	q := b.lowest - base
+	d := q - b.stats.QueueDelay
+	if d < 0 {
+		d = -d
+	}
+	b.noise += (d - b.noise) / 8
+	b.prevQ = b.stats.QueueDelay
+	if q > b.stats.QueueDelay+max(b.target/10, b.noise) {
+		b.rises++
+	} else {
+		b.rises = 0
+	}
+	b.stats.QueueDelay = q
+	sentRate := b.sent * int64(time.Second) / int64(el)
+	b.sentRate = (b.sentRate + sentRate) / 2
+	var ackRate int64
+	if b.sentN > 0 {
+		ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
+		b.ackRate += (ackRate - b.ackRate) / 4
+	}
+	// The largest smoothed delivery rate seen while a queue stood (then
+	// the acks come at the bottleneck's rate), fading by a third every
+	// ~4 s: the capacity the path showed lately, so the creep zone stays
+	// near it even after a cut far below it. (Without a queue the acks
+	// only echo what was sent, and say nothing of the capacity.)
+	b.maxAck -= b.maxAck / 128
+	if q >= b.threshold()/2 {
+		b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
+	}
+	b.acked = acked
+	switch {
+	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
+		// A queue already draining (q fell since the last interval) needs
+		// no further cut: the last one is working.
+		// And a path whose RTT jitter is four targets or more carries no
+		// usable delay signal: it is not cut for what may be jitter.
+		if now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
+			// While a queue grows, the acks arrive at the rate the
+			// bottleneck drains it: its capacity. (Half the sent rate
+			// bounds it from below in the first round trips, when the
+			// acks are still stuck behind the queue.)
+			b.lastMax = max(ackRate, b.ackRate, b.sentRate/2)
+			// To 0.85 of it; to half of it when the standing queue is
+			// deep (eight targets: a start at the ceiling, a path that
+			// just narrowed), so it drains in a few round trips.
+			cut := int64(85)
+			if q > 8*b.target {
+				cut = 50
+			}
+			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
+			b.holdUntil = now + srtt + budgetInterval
+			b.stats.Backoffs++
+		}
+	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
+		// Probing, far from the last back-off: 1/32, doubling with each
+		// interval in a row up to 1/8.
+		// The doubling needs the peer's acks to keep up with what goes
+		// out (a saturated bottleneck delivers less than is sent; loss
+		// too, and then probing stays gentle).
+		step := max(b.rate/32<<min(b.probes, 2), 2*b.mtu)
+		b.probes++
+		if ackRate*100 < sentRate*85 {
+			b.probes = 0
+		}
+		if known := max(b.lastMax, b.maxAck); b.rate > known*8/10 && b.rate < known*12/10 {
+			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
+		}
+		b.rate = min(b.ceiling, b.rate+step)
+		b.stats.Increases++
+	default:
+		b.probes = 0
+	}
+	if q >= b.threshold()/4 {
+		b.probes = 0
+	}
+	b.intervalAt, b.lowest, b.sent, b.pacedIn, b.nSamples = now, 0, 0, false, 0
+}
+
+// nextSlot is the pacing slot: when the bucket turns positive again.
+func (b *budget) nextSlot(now time.Duration) time.Duration {
+	wait := budgetQuantum
+	if b.tokens <= 0 && b.rate > 0 {
+		wait = max(wait, time.Duration((-b.tokens+1)*int64(time.Second)/b.rate))
+	}
+	return max(now, b.filledAt) + wait
+}
+
+// shedStale runs at the start of a Flush after one that the budget held
+// back: a queued sequenced message that a newer queued one on the same
+// stream supersedes is dropped (the peer would discard it anyway), and so
+// is an unreliable message queued more than Config.UnreliableMaxAge ago.
+// Messages partly sent (large ones, piece by piece) stay. O(queued), no
+// allocation: latest is a per-stream scratch array.
+func (c *Channel) shedStale() {
+	b := &c.budget
+	if !b.on || !b.paced || len(c.outMsgs) == 0 {
+		return
+	}
+	latest := c.seqLatest
+	for i := range latest {
+		latest[i] = -1
+	}
+	for i := range c.outMsgs {
+		q := &c.outMsgs[i]
+		if wire.FrameType(c.outArena[q.off]) == wire.FrameSequenced {
+			latest[c.outArena[q.off+1]] = int32(i)
+		}
+	}
+	keep := 0
+	for i := range c.outMsgs {
+		q := c.outMsgs[i]
+		if q.n == 0 {
+			continue // its frame moved into an older entry's place
+		}
+		if q.piece == 0 {
+			switch wire.FrameType(c.outArena[q.off]) {
+			case wire.FrameSequenced:
+				j := latest[c.outArena[q.off+1]]
+				if j == int32(i) {
+					break
+				}
+				// Superseded. The newest update takes this one's place in
+				// the queue when it fits there (a game's state updates
+				// mostly have one size): state then leaves at the pace
+				// it was queued, instead of starving behind the
+				// unreliable messages queued since.
+				if nq := &c.outMsgs[j]; j > int32(i) && nq.piece == 0 && nq.n <= q.n {
+					copy(c.outArena[q.off:], c.outArena[nq.off:nq.off+nq.n])
+					b.shed(ShedSuperseded, int(q.n))
+					q.n, q.at = nq.n, nq.at
+					nq.n = 0 // moved: dropped below, not counted again
+					latest[c.outArena[q.off+1]] = int32(i)
+					break
+				}
+				b.shed(ShedSuperseded, int(q.n))
+				continue
+			case wire.FrameUnreliable:
+				if c.now-q.at > b.maxAge {
+					b.shed(ShedExpired, int(q.n))
+					continue
+				}
+			}
+		}
+		c.outMsgs[keep] = q
+		keep++
+	}
+	c.outMsgs = c.outMsgs[:keep]
+	c.outBytes = 0
+	for _, q := range c.outMsgs {
+		c.outBytes += int(q.n)
+	}
+}
+
+// budgetStats fills s.Budget.
+func (c *Channel) budgetStats(s *ChannelStats) {
+	b := &c.budget
+	if !b.on {
+		return
+	}
+	s.Budget = b.stats
+	s.Budget.Rate, s.Budget.Tokens, s.Budget.Threshold = b.rate, b.tokens, b.threshold()
+	waiting := int64(c.outBytes)
+	for _, rs := range c.reliable {
+		for id := rs.oldest; id != rs.next; id++ {
+			if sl := rs.slot(id); sl != nil && (!sl.sent || sl.resend) {
+				waiting += int64(len(sl.buf))
+			}
+		}
+	}
+	if b.rate > 0 {
+		s.Budget.SendQueueDelay = time.Duration(waiting * int64(time.Second) / b.rate)
+	}
+}

@@ -1,0 +1,322 @@
+package transport
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/transport/simlink"
+)
+
+var budgetSeed = flag.Uint64("budget.seed", 1, "send budget bottleneck tests: the simulated network's seed")
+
+// offer is the bottleneck tests' game: every 60 Hz tick it queues one
+// reliable message on ordered stream 1, a state update on each of four
+// sequenced streams and three unreliable events — offeredPerTick frame
+// bytes, about 400 KB/s. Reliable sends refused with ErrQueueFull wait in
+// backlog and go first at the next tick (back-pressure, never a drop).
+type offer struct {
+	relSize, seqSize, unrelSize int
+	nextID                      int // reliable messages accepted so far
+	backlog                     int // reliable messages refused, to retry
+	queueFull                   int
+	offeredBytes                int64 // frame bytes offered, all kinds
+	unrel, seq                  int   // messages offered
+	buf                         []byte
+}
+
+func newOffer() *offer {
+	o := &offer{relSize: 500, seqSize: 800, unrelSize: 1000}
+	o.buf = make([]byte, 1000)
+	return o
+}
+
+func (o *offer) tick(ch *Channel) {
+	o.backlog++
+	o.offeredBytes += int64(o.relSize)
+	o.retry(ch)
+	for s := range 4 {
+		if err := ch.SendSequenced(uint8(s), o.buf[:o.seqSize]); err == nil {
+			o.seq++
+			o.offeredBytes += int64(o.seqSize)
+		}
+	}
+	for range 3 {
+		if err := ch.SendUnreliable(o.buf[:o.unrelSize]); err == nil {
+			o.unrel++
+			o.offeredBytes += int64(o.unrelSize)
+		}
+	}
+}
+
+// retry sends the reliable messages back-pressure held back, in order.
+func (o *offer) retry(ch *Channel) {
+	for o.backlog > 0 {
+		if _, err := ch.SendReliable(1, o.buf[:o.relSize]); err != nil {
+			if !errors.Is(err, ErrQueueFull) {
+				panic(err)
+			}
+			o.queueFull++
+			return
+		}
+		o.nextID++
+		o.backlog--
+	}
+}
+
+// offeredRate is the frame bytes per second the game offers.
+func (o *offer) offeredRate() int64 {
+	return int64(o.relSize+4*o.seqSize+3*o.unrelSize) * 60
+}
+
+// budgetRun drives a (the sender, with a game offering load) and b (the
+// receiver) over the rig's network, event-loop style: every millisecond
+// each end reads what arrived and Flushes when its NextDeadline is due
+// (or a datagram arrived); a's game ticks at 60 Hz. It records the
+// queuing delay of every a→b datagram from the network's trace.
+type budgetRun struct {
+	r        *rig
+	o        *offer
+	delay    time.Duration // the link's one-way delay
+	sentAt   map[uint64]time.Duration
+	qdelays  []qsample
+	rates    []string // the budget over time, for the log
+	nextTick time.Duration
+}
+
+type qsample struct {
+	at, q time.Duration
+}
+
+func newBudgetRun(t *testing.T, seed uint64, link simlink.LinkConfig) *budgetRun {
+	r := newRig(t, seed, Config{}, simlink.LinkConfig{Delay: link.Delay})
+	br := &budgetRun{r: r, o: newOffer(), delay: link.Delay, sentAt: map[uint64]time.Duration{}}
+	if err := r.net.SetLink(r.a.conn.LocalAddr(), r.b.conn.LocalAddr(), link); err != nil {
+		t.Fatal(err)
+	}
+	aAddr := r.a.conn.LocalAddr()
+	r.net.SetTrace(func(e simlink.Event) {
+		if e.Src != aAddr {
+			return
+		}
+		switch e.Kind {
+		case simlink.EventSend:
+			br.sentAt[e.ID] = e.At
+		case simlink.EventDeliver:
+			if s, ok := br.sentAt[e.ID]; ok && e.Copy == 0 {
+				br.qdelays = append(br.qdelays, qsample{at: s, q: e.At - s - br.delay})
+				delete(br.sentAt, e.ID)
+			}
+		}
+	})
+	return br
+}
+
+// run advances to until, offering load while offering is set.
+func (br *budgetRun) run(until time.Duration, offering bool) {
+	r := br.r
+	for r.now < until {
+		if r.now >= br.nextTick {
+			if offering {
+				br.o.tick(r.a.ch)
+			} else {
+				br.o.retry(r.a.ch)
+			}
+			br.nextTick += tick60
+		}
+		for _, e := range []*end{r.a, r.b} {
+			rx := e.ch.Stats().DatagramsReceived
+			e.receive(r.now, 0)
+			if at, _ := e.ch.NextDeadline(); at <= r.now || e.ch.Stats().DatagramsReceived != rx {
+				e.flush(r.now, 0)
+			}
+		}
+		if r.now%(500*time.Millisecond) == 0 {
+			b := r.a.ch.Stats().Budget
+			br.rates = append(br.rates, fmt.Sprintf("%v: %d KB/s q %v", r.now, b.Rate/1000, b.QueueDelay.Round(time.Millisecond)))
+		}
+		r.now += time.Millisecond
+		r.net.AdvanceTo(r.now)
+	}
+}
+
+// p99 is the 99th percentile queuing delay of the a→b datagrams sent in
+// [from, to).
+func (br *budgetRun) p99(from, to time.Duration) (time.Duration, int) {
+	var qs []time.Duration
+	for _, s := range br.qdelays {
+		if s.at >= from && s.at < to {
+			qs = append(qs, s.q)
+		}
+	}
+	if len(qs) == 0 {
+		return 0, 0
+	}
+	slices.Sort(qs)
+	return qs[len(qs)*99/100], len(qs)
+}
+
+// TestBudgetBottleneck offers twice a 200 KB/s bottleneck's rate (a deep
+// 64 KB queue: 320 ms if filled) for 10 s of simulated time, then lifts
+// the cap for 2 s: after the estimator settles (from 3 s on) the p99
+// queuing delay stays within two ticks, every reliable message arrives,
+// what was shed is counted, and once the cap lifts the send rate is back
+// to the offered load within 2 s.
+func TestBudgetBottleneck(t *testing.T) {
+	seed := *budgetSeed
+	repro := fmt.Sprintf("reproduce: go test ./transport -run 'TestBudgetBottleneck$' -budget.seed=%d -v", seed)
+	const bw = 200_000
+	link := simlink.LinkConfig{MTU: MaxMTU, Delay: 20 * time.Millisecond, Jitter: time.Millisecond, Bandwidth: bw, QueueLimit: 64 << 10}
+	br := newBudgetRun(t, seed, link)
+	r := br.r
+	if br.o.offeredRate() < 2*bw {
+		t.Fatalf("offered %d B/s, want at least 2× the %d B/s bottleneck", br.o.offeredRate(), bw)
+	}
+	br.run(10*time.Second, true)
+	before, nb := br.p99(0, 3*time.Second)
+	after, na := br.p99(3*time.Second, 10*time.Second)
+	st := r.a.ch.Stats()
+	linkSt := r.net.LinkStats(r.a.conn.LocalAddr(), r.b.conn.LocalAddr())
+	t.Logf("p99 queuing delay: %v over %d datagrams before 3 s, %v over %d after; budget %+v; link %+v; reliable queue-full %d",
+		before, nb, after, na, st.Budget, linkSt, br.o.queueFull)
+	if after > 2*tick60 {
+		t.Errorf("p99 queuing delay %v after settling, want ≤ %v; %s", after, 2*tick60, repro)
+	}
+	shed := st.Budget.Shed[ShedSuperseded] + st.Budget.Shed[ShedExpired]
+	if shed == 0 || st.Budget.Shed[ShedRedundant] == 0 || st.Budget.PacedWaits == 0 {
+		t.Errorf("shed %v, paced %d: at twice the bottleneck the budget must shed and pace; %s", st.Budget.Shed, st.Budget.PacedWaits, repro)
+	}
+	// The cap lifts: within 2 s the budget carries the offered load again.
+	lifted := link
+	lifted.Bandwidth, lifted.QueueLimit = 0, 0
+	if err := r.net.SetLink(r.a.conn.LocalAddr(), r.b.conn.LocalAddr(), lifted); err != nil {
+		t.Fatal(err)
+	}
+	// Recovered: the bytes sent over the last 250 ms cover the bytes the
+	// game offered in them, and the budget's rate covers the offered rate.
+	type point struct {
+		at      time.Duration
+		sent    uint64
+		offered int64
+	}
+	hist := []point{{r.now, r.a.ch.Stats().BytesSent, br.o.offeredBytes}}
+	liftAt, recovered := r.now, time.Duration(-1)
+	for r.now < liftAt+2*time.Second {
+		br.run(r.now+50*time.Millisecond, true)
+		st = r.a.ch.Stats()
+		hist = append(hist, point{r.now, st.BytesSent, br.o.offeredBytes})
+		if len(hist) > 5 {
+			p0, p1 := hist[len(hist)-6], hist[len(hist)-1]
+			if recovered < 0 && int64(p1.sent-p0.sent) >= p1.offered-p0.offered && st.Budget.Rate >= br.o.offeredRate() {
+				recovered = r.now - liftAt
+			}
+		}
+	}
+	t.Logf("rate over time: %v", br.rates)
+	t.Logf("after the lift: recovered in %v (-1: not within 2 s); budget rate %d B/s (offered %d B/s)", recovered, st.Budget.Rate, br.o.offeredRate())
+	if recovered < 0 {
+		t.Errorf("2 s after the cap lifted the send rate had not recovered: rate %d B/s for %d B/s offered; %s",
+			st.Budget.Rate, br.o.offeredRate(), repro)
+	}
+
+	// Every reliable message arrives, in order, once.
+	br.run(r.now+5*time.Second, false)
+	var ids []int
+	for _, g := range r.b.got {
+		if g.Delivery == Reliable {
+			ids = append(ids, int(g.ID))
+		}
+	}
+	if len(ids) != br.o.nextID || br.o.backlog != 0 {
+		t.Errorf("%d reliable messages delivered, %d accepted (backlog %d left); %s", len(ids), br.o.nextID, br.o.backlog, repro)
+	}
+	for i, id := range ids {
+		if id != i {
+			t.Fatalf("reliable message %d delivered as #%d: out of order or duplicated; %s", id, i, repro)
+		}
+	}
+
+	// Every unreliable or sequenced message offered was delivered, shed
+	// (counted), refused by the receiver as stale, or lost in the
+	// bottleneck queue (at most two per datagram it dropped).
+	st = r.a.ch.Stats()
+	shed = st.Budget.Shed[ShedSuperseded] + st.Budget.Shed[ShedExpired]
+	linkSt = r.net.LinkStats(r.a.conn.LocalAddr(), r.b.conn.LocalAddr())
+	gotU, gotS := 0, 0
+	for _, g := range r.b.got {
+		switch g.Delivery {
+		case Unreliable:
+			gotU++
+		case Sequenced:
+			gotS++
+		}
+	}
+	unaccounted := br.o.unrel + br.o.seq - gotU - gotS - int(shed) - int(r.b.ch.Stats().SequencedStale) - len(r.a.ch.outMsgs)
+	if maxLost := int(linkSt.QueueDrops) * 2; unaccounted < 0 || unaccounted > maxLost {
+		t.Errorf("%d unreliable/sequenced messages unaccounted for (offered %d+%d, delivered %d+%d, shed %d, stale %d), link queue drops %d; %s",
+			unaccounted, br.o.unrel, br.o.seq, gotU, gotS, shed, r.b.ch.Stats().SequencedStale, linkSt.QueueDrops, repro)
+	}
+
+}
+
+// TestBudgetRandomLoss offers the same load on a link without a bottleneck
+// that drops 10 % or 20 % at random: loss is not congestion, and the
+// budget keeps carrying the offered load.
+func TestBudgetRandomLoss(t *testing.T) {
+	for _, loss := range []float64{0.10, 0.20} {
+		t.Run(fmt.Sprintf("loss=%v", loss), func(t *testing.T) {
+			seed := *budgetSeed
+			repro := fmt.Sprintf("reproduce: go test ./transport -run 'TestBudgetRandomLoss/loss=%v$' -budget.seed=%d -v", loss, seed)
+			link := simlink.LinkConfig{MTU: MaxMTU, Delay: 25 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: loss}
+			br := newBudgetRun(t, seed, link)
+			r := br.r
+			if err := r.net.SetLink(r.b.conn.LocalAddr(), r.a.conn.LocalAddr(), link); err != nil {
+				t.Fatal(err)
+			}
+			br.run(3*time.Second, true)
+			sent0, off0, shed0 := r.a.ch.Stats().BytesSent, br.o.offeredBytes, r.a.ch.Stats().Budget.ShedBytes
+			br.run(10*time.Second, true)
+			st := r.a.ch.Stats()
+			sent, offered := int64(st.BytesSent-sent0), br.o.offeredBytes-off0
+			shedFresh := int64(st.Budget.ShedBytes[ShedSuperseded]-shed0[ShedSuperseded]) + int64(st.Budget.ShedBytes[ShedExpired]-shed0[ShedExpired])
+			t.Logf("3–10 s: sent %d B for %d B offered, shed %d B; budget %+v", sent, offered, shedFresh, st.Budget)
+			if sent < offered*8/10 || shedFresh > offered/5 || st.Budget.Rate < br.o.offeredRate()*8/10 {
+				t.Errorf("at %v%% random loss the budget collapsed: sent %d B for %d B offered (want ≥ 80 %%), shed %d B, rate %d B/s for %d B/s offered; %s",
+					loss*100, sent, offered, shedFresh, st.Budget.Rate, br.o.offeredRate(), repro)
+			}
+		})
+	}
+}
+
+// TestBudgetNoAllocs: a channel whose budget binds — pacing, shedding
+// superseded, expired and redundant traffic, back-pressure on the reliable
+// stream — allocates nothing in steady state.
+func TestBudgetNoAllocs(t *testing.T) {
+	p := newPair(t, Config{MaxSendRate: 2 * MinSendRate})
+	msg := make([]byte, 200)
+	offer := func() {
+		p.a.SendReliable(1, msg[:64]) // ErrQueueFull once the window is full: no allocation either
+		for s := range 4 {
+			p.a.SendSequenced(uint8(s), msg)
+		}
+		for range 3 {
+			p.a.SendUnreliable(msg)
+		}
+	}
+	for range 600 {
+		offer()
+		p.step()
+	}
+	before, st0 := p.hb.messages, p.a.Stats().Budget
+	if n := testing.AllocsPerRun(300, func() { offer(); p.step() }); n != 0 {
+		t.Errorf("%v allocations per tick with the budget binding, want 0", n)
+	}
+	st := p.a.Stats().Budget
+	if p.hb.messages == before || st.PacedWaits == st0.PacedWaits || st.Shed == st0.Shed {
+		t.Errorf("the budget did not bind while measuring: delivered %d, paced %d → %d, shed %v → %v",
+			p.hb.messages-before, st0.PacedWaits, st.PacedWaits, st0.Shed, st.Shed)
+	}
+}
