@@ -91,6 +91,7 @@ type Endpoint struct {
 	cookies *cookieJar
 	tokens  *tokenMinter
 	limiter *rateLimiter
+	tok     *tokenServer // connect tokens (EndpointConfig.Tokens), nil: off
 
 	// Client.
 	server netip.AddrPort
@@ -144,6 +145,9 @@ func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint,
 		return nil, err
 	}
 	e.cookies = newCookieJar(e.cfg.CookiePeriod, e.cfg.Rand)
+	if e.tok, err = newTokenServer(e.cfg.Tokens, conn.LocalAddr()); err != nil {
+		return nil, err
+	}
 	if e.priv = e.cfg.PrivateKey; e.priv == nil {
 		if e.priv, err = keyPair(); err != nil {
 			return nil, err
@@ -182,7 +186,7 @@ func Dial(conn socket.Conn, server netip.AddrPort, cfg EndpointConfig, h Endpoin
 	if !server.IsValid() || server.Port() == 0 {
 		return nil, fmt.Errorf("%w: server address %v", ErrInvalidConfig, server)
 	}
-	if cfg.ServerKey == nil && !cfg.InsecureCleartext {
+	if cfg.ServerKey == nil && !cfg.InsecureCleartext && cfg.Token == nil {
 		return nil, fmt.Errorf("%w (dialing %v)", ErrNoServerKey, server)
 	}
 	e, err := newEndpoint(conn, cfg, h, roleClient)
@@ -906,6 +910,9 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 // onAuthentic hands an authenticated datagram's channel header and frames
 // to p's channel.
 func (e *Endpoint) onAuthentic(now time.Duration, p *Peer, b []byte) {
+	if p.tokenPending && !e.bindToken(p) {
+		return
+	}
 	p.lastRx = now
 	p.prevLive = false // the client has the current secret: its old token is spent
 	if p.state == PeerClosing {

@@ -87,7 +87,7 @@ func fuzzSeeds() [][]byte {
 func fuzzAccept(a wire.AcceptBody, c Config) []byte {
 	limitsOf(c).announce(&a)
 	raw := wire.AppendConnectResponse(nil, fuzzResponse)
-	acc, _, err := makeAccept(nil, &fuzzResponse, raw, a, nil)
+	acc, _, err := makeAccept(nil, &fuzzResponse, raw, a, nil, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -43,7 +43,7 @@ func handshakeExample(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ikm, err := handshakeIKM(es, r.Ephemeral[:], dhS, nil)
+	ikm, err := handshakeIKM(es, r.Ephemeral[:], dhS, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func handshakeExample(t testing.TB) string {
 	if err != nil || !bytes.Equal(dhC, dhS) {
 		t.Fatal("es differs", err)
 	}
-	ikmC, err := handshakeIKM(ec, a.Ephemeral[:], dhC, nil)
+	ikmC, err := handshakeIKM(ec, a.Ephemeral[:], dhC, nil, nil)
 	if err != nil || !bytes.Equal(ikmC, ikm) {
 		t.Fatal("ee differs", err)
 	}
