@@ -605,8 +605,11 @@ func (e *Endpoint) buildResponse() {
 		r.Token = e.remote.token
 	}
 	if t := e.cfg.Token; t != nil && !d.resume {
-		r.ConnectToken, r.Unpinned = t.Sealed, e.cfg.ServerKey == nil
+		r.ConnectToken = t.Sealed
 	}
+	// Without a pinned key (a token client, new or resuming) es is left
+	// out, and the server must know it.
+	r.Unpinned = e.cfg.ServerKey == nil && !e.cfg.InsecureCleartext
 	copy(r.Ephemeral[:], d.eph.PublicKey().Bytes())
 	b := wire.AppendConnectResponse(d.resp[:0], r)
 	d.respLen = len(b)

@@ -127,6 +127,15 @@ func TestTokenFleet(t *testing.T) {
 			t.Fatalf("%v: verified %d, bound %d, refused %d", s, st.TokensVerified, st.TokensBound, st.TokenRefusalsTotal())
 		}
 	}
+	// The unpinned client resumes: no token again, no es, the session's
+	// secret authenticates the server.
+	if err := unpinned.ep.Resume(n.now, nil); err != nil {
+		t.Fatal(err)
+	}
+	n.runUntil(300, "the unpinned client resumes", func() bool { return len(unpinned.rec.resumes) == 1 && isConnected(unpinned)() })
+	if a.ep.Stats().Resumes != 1 || a.ep.Stats().TokensVerified != 1 {
+		t.Fatalf("resumes %d, tokens verified %d", a.ep.Stats().Resumes, a.ep.Stats().TokensVerified)
+	}
 	re := rejectedWith(t, n, stranger, wire.RejectTokenNotForServer)
 	if !strings.Contains(re.Error(), "the token names 2 servers, 10.0.0.4:9000 not among them") {
 		t.Fatalf("detail: %v", re)

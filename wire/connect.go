@@ -94,9 +94,10 @@ type ConnectResponse struct {
 	// (ConnectTokenMinLen to ConnectTokenMaxLen bytes; nil: none). Parse
 	// sets it to a window into its input; the encoder copies it.
 	ConnectToken []byte
-	// Unpinned (flag bit 3, only with a ConnectToken): the client pins no
-	// server key, so the key schedule leaves es out and the token's keys
-	// alone authenticate the server (docs/WIRE.md §9.8).
+	// Unpinned (flag bit 3, only with a ConnectToken or a resume): the
+	// client pins no server key, so the key schedule leaves es out and the
+	// token's keys (or, for a resume, the session's secret) alone
+	// authenticate the server (docs/WIRE.md §9.8).
 	Unpinned bool
 }
 
@@ -144,7 +145,7 @@ func AppendConnectResponse(dst []byte, r ConnectResponse) []byte {
 // the token flag is the whole of b: ConnectToken is b[85:], a window into
 // b, of ConnectTokenMinLen to ConnectTokenMaxLen bytes (fewer ErrShort,
 // more ErrMalformed), and n = len(b); the token flag with the resume flag,
-// or the unpinned flag without the token flag, is ErrMalformed. The
+// or the unpinned flag with neither, is ErrMalformed. The
 // token's own format is not checked here (package transport/token does).
 // It never allocates.
 func ParseConnectResponse(b []byte) (ConnectResponse, int, error) {
@@ -162,7 +163,7 @@ func ParseConnectResponse(b []byte) (ConnectResponse, int, error) {
 	hasToken := flags&helloFlagToken != 0
 	unpinned := flags&helloFlagUnpinned != 0
 	switch {
-	case b[respSuiteOff] > SuiteChaCha20Poly1305, unpinned && !hasToken, hasToken && resume:
+	case b[respSuiteOff] > SuiteChaCha20Poly1305, unpinned && !hasToken && !resume, hasToken && resume:
 		return ConnectResponse{}, 0, ErrMalformed
 	case hasToken && len(b) > MaxConnectResponseLen:
 		return ConnectResponse{}, 0, ErrMalformed

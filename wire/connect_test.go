@@ -233,6 +233,10 @@ func TestConnectResponseToken(t *testing.T) {
 	res := append([]byte(nil), b...)
 	res[15] |= 0x01
 	mustErr(t, "ParseConnectResponse", ParseConnectResponse, res, ErrMalformed)
+	// An unpinned resume (of a token session) is fine.
+	if c, _, err := ParseConnectResponse(AppendConnectResponse(nil, ConnectResponse{Version: ProtocolVersion, Resume: true, Unpinned: true})); err != nil || !c.Unpinned {
+		t.Fatalf("unpinned resume: %+v %v", c, err)
+	}
 	// A ConnectRequest never carries the token or unpinned flags.
 	q := AppendConnectRequest(nil, ConnectRequest{Version: ProtocolVersion})
 	for _, f := range []byte{0x04, 0x08} {
@@ -277,7 +281,7 @@ func FuzzParseConnectResponse(f *testing.F) {
 		} else {
 			connectResponseCodec.fuzzCheck(t, b)
 		}
-		if c, _, err := ParseConnectResponse(b); err == nil && (c.Version != ProtocolVersion || (!c.Resume && c.Token != Token{}) || c.Unpinned && c.ConnectToken == nil) {
+		if c, _, err := ParseConnectResponse(b); err == nil && (c.Version != ProtocolVersion || (!c.Resume && c.Token != Token{}) || c.Unpinned && c.ConnectToken == nil && !c.Resume) {
 			t.Fatalf("accepted %+v", c)
 		}
 	})

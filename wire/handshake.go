@@ -112,8 +112,9 @@ const (
 	// helloFlagToken (ConnectResponse only): a sealed connect token
 	// follows the ephemeral key, in place of the resume proof.
 	helloFlagToken = 0x04
-	// helloFlagUnpinned (ConnectResponse only, with helloFlagToken): the
-	// client pins no server key; the key schedule omits es.
+	// helloFlagUnpinned (ConnectResponse only, with helloFlagToken or
+	// helloFlagResume): the client pins no server key; the key schedule
+	// omits es.
 	helloFlagUnpinned = 0x08
 	// Flags a ConnectRequest may set, and a ConnectResponse; the rest are
 	// reserved, must be zero.
