@@ -189,10 +189,10 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		connect, tname, profile, jsonOut, certIn, keyHex, tokenText string
-		count, size, mtu                                 int
-		rate                                             float64
-		drain, timeout                                   time.Duration
-		prof                                             profileFlags
+		count, size, mtu                                            int
+		rate                                                        float64
+		drain, timeout                                              time.Duration
+		prof                                                        profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
