@@ -29,8 +29,10 @@ const (
 
 // Endpoint is the connection layer over one socket: a server that admits
 // clients (Listen) or a client of one server (Dial). It runs the handshake
-// (stateless cookie, admission, an X25519 key exchange that authenticates
-// the server to a client pinning its key, Accept/Reject), seals every
+// (stateless cookie, admission — a connect token and the application's
+// hook, when configured —, an X25519 key exchange that authenticates
+// the server to a client pinning its key or holding a token,
+// Accept/Reject), seals every
 // session datagram it sends and opens every one it receives before it
 // reaches a Channel (docs/WIRE.md §9, §13), keeps one Channel per
 // peer, reaps idle peers, disconnects in order, resumes sessions with a

@@ -49,8 +49,8 @@ const (
 // EndpointConfig tunes an Endpoint. The zero value means every default;
 // each field says its default and range, and which role (server, client)
 // reads it. Validate reports the first field out of range; Listen and Dial
-// call it. A config is a plain value: copies are independent (Rand is
-// shared by reference).
+// call it. A config is a plain value: copies are independent (Rand, the
+// keys, Token, Tokens.Verifier and Admit are shared by reference).
 type EndpointConfig struct {
 	// Channel configures every peer's Channel. The limits both ends of a
 	// session must share — MTU, MaxMessageSize, ReliableBytes,
