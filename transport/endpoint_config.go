@@ -279,7 +279,9 @@ type EndpointConfig struct {
 // keys, and the replay guard binds it to the client's address once the
 // client's first session datagram opens under those keys (docs/WIRE.md
 // §14.7). Every refusal is a Reject with its own reason, counted in
-// EndpointStats.TokenRefusals. The zero value turns tokens off.
+// EndpointStats.TokenRefusals. The zero value turns tokens off. The
+// token's Timeout field is not used: the server's IdleTimeout applies to
+// every session.
 type TokenConfig struct {
 	// Verifier opens the sealed tokens: the fleet keys and the protocol id
 	// (token.NewVerifier). nil: tokens off. Shared, not copied, by copies
