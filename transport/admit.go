@@ -148,15 +148,25 @@ func (e *Endpoint) admitHook(addr netip.AddrPort, nonce uint64, tok *token.Priva
 }
 
 // bindToken binds p's connect token to p's address at its first datagram
-// that opened — the client holds the token's keys. false: the guard
-// refused (another address bound it meanwhile, the guard filled up, the
-// token expired), and the session is ended with
-// wire.DisconnectTokenRefused; the datagram goes no further.
+// that opened — the client holds the token's keys — and ends every other
+// session still waiting to bind the same token (copies presented from
+// other addresses, which can never bind now) with
+// wire.DisconnectTokenRefused: an O(MaxPeers) scan, once per session.
+// false: the guard refused (another address bound it meanwhile, the guard
+// filled up, the token expired), and p is ended the same way; the
+// datagram goes no further.
 func (e *Endpoint) bindToken(p *Peer) bool {
 	p.tokenPending = false
 	err := e.tok.guard.AdmitBinding(p.tokenBind, p.addr, e.tok.clock())
 	if err == nil {
 		e.stats.TokensBound++
+		for _, q := range e.peers {
+			if q != nil && q != p && q.tokenPending && q.tokenBind == p.tokenBind {
+				q.tokenPending = false
+				e.logPeer(slog.LevelInfo, "transport: a copy of a bound connect token; ending its session", q)
+				e.end(q, wire.DisconnectTokenRefused)
+			}
+		}
 		return true
 	}
 	e.stats.tokenRefusals[TokenBindFailed]++

@@ -163,9 +163,11 @@ const (
 	// MaxLifetime (token.ErrLifetime).
 	TokenLifetime
 	// TokenBindFailed: the token passed at the handshake, but binding it
-	// at the client's first datagram failed (another address bound it
-	// meanwhile, the guard filled up, it expired): the session is ended
-	// with wire.DisconnectTokenRefused, no Reject.
+	// at the client's first datagram failed (it expired or the guard
+	// filled up since): the session is ended with
+	// wire.DisconnectTokenRefused, no Reject. (Sessions holding a copy of
+	// a token that another session bound are ended too, counted only in
+	// Disconnects.)
 	TokenBindFailed
 
 	tokenRefusalReasons = iota

@@ -325,6 +325,10 @@ func TestTokenReplayOnPath(t *testing.T) {
 	if st := srv.ep.Stats(); st.TokensBound != 1 || st.TokenRefusals(TokenBindFailed) != 0 {
 		t.Fatalf("bound %d, bind failures %d", st.TokensBound, st.TokenRefusals(TokenBindFailed))
 	}
+	// The attacker's session, which could never bind, is gone with it.
+	if srv.ep.StateSize() != 1 || srv.ep.byAddr[atk.conn.LocalAddr()] != nil || srv.ep.Stats().Disconnects(wire.DisconnectTokenRefused) != 1 {
+		t.Fatalf("state %d after the bind; the copy's session %v", srv.ep.StateSize(), srv.ep.byAddr[atk.conn.LocalAddr()])
+	}
 
 	// The attacker again: refused, bound to another address.
 	reply = n.rawTokenHandshake(atk, 78, copied, nil)
@@ -346,8 +350,11 @@ func TestTokenReplayOnPath(t *testing.T) {
 
 // TestTokenBindFailsLate: two holders of one token's keys (a token shared
 // by two machines) both complete the handshake before either speaks; the
-// first to send a datagram binds it, the other's session is ended with
-// DisconnectTokenRefused at its first datagram, counted as a bind failure.
+// first to send a datagram binds it, and the other's session, which can
+// never bind now, is ended at once with DisconnectTokenRefused. A token
+// that expires between the handshake and the client's first datagram
+// fails to bind: the session is ended the same way, counted as a bind
+// failure, and the datagram goes no further.
 func TestTokenBindFailsLate(t *testing.T) {
 	n := newEpNet(t, 92, epLink(5, 0, 0))
 	k := fleetKey(1)
@@ -366,18 +373,29 @@ func TestTokenBindFailsLate(t *testing.T) {
 	}
 	r1.send(r1.datagram(0, testPayload(msgKey{from: 1}, 10)))
 	n.run(2)
+	st := srv.ep.Stats()
+	if st.TokensBound != 1 || srv.ep.StateSize() != 1 || len(srv.rec.discs) != 1 || srv.rec.discs[0] != wire.DisconnectTokenRefused {
+		t.Fatalf("bound %d, state %d, disconnects %v", st.TokensBound, srv.ep.StateSize(), srv.rec.discs)
+	}
 	r2.send(r2.datagram(0, testPayload(msgKey{from: 2}, 10)))
 	n.run(2)
-	st := srv.ep.Stats()
-	if st.TokensBound != 1 || st.TokenRefusals(TokenBindFailed) != 1 {
-		t.Fatalf("bound %d, bind failures %d", st.TokensBound, st.TokenRefusals(TokenBindFailed))
-	}
-	if srv.rec.unreliable != 1 {
+	if srv.rec.unreliable != 1 || srv.ep.Stats().UnknownSource == 0 {
 		t.Fatalf("%d messages delivered, want the first holder's only", srv.rec.unreliable)
 	}
+
+	// Expired before the first datagram.
+	short := n.issue(t, k, 43, token.Params{Expires: n.tokenClock()().Add(2 * time.Second)}, "10.0.0.1:9000")
+	skm := short.KeyMaterial()
+	r3 := n.raw("10.0.0.4:5000", srv)
+	if reply := n.rawTokenHandshake(r3, 30, short.Sealed, skm[:]); reply == nil || reply[0] != byte(wire.KindAccept) || !r3.accepted(reply) {
+		t.Fatalf("short-lived token: % x", reply)
+	}
+	n.run(3 * 60)
+	r3.send(r3.datagram(0, testPayload(msgKey{from: 3}, 10)))
 	n.run(10)
-	if len(srv.rec.discs) != 1 || srv.rec.discs[0] != wire.DisconnectTokenRefused || srv.ep.StateSize() != 1 {
-		t.Fatalf("disconnects %v, state %d", srv.rec.discs, srv.ep.StateSize())
+	if st := srv.ep.Stats(); st.TokenRefusals(TokenBindFailed) != 1 || srv.rec.unreliable != 1 || srv.ep.StateSize() != 1 ||
+		srv.rec.discs[len(srv.rec.discs)-1] != wire.DisconnectTokenRefused {
+		t.Fatalf("bind failures %d, delivered %d, state %d, disconnects %v", st.TokenRefusals(TokenBindFailed), srv.rec.unreliable, srv.ep.StateSize(), srv.rec.discs)
 	}
 }
 

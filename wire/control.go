@@ -51,9 +51,9 @@ const (
 	// DisconnectStalled: a reliable stream held messages and made no
 	// progress for the channel's stall time-out.
 	DisconnectStalled DisconnectReason = 8
-	// DisconnectTokenRefused: the server refused the session's connect
-	// token when it bound it, at the client's first datagram (another
-	// address bound it meanwhile, or the replay guard filled up).
+	// DisconnectTokenRefused: the server could not bind the session's
+	// connect token at the client's first datagram (it expired, the replay
+	// guard filled up), or another session bound the same token first.
 	DisconnectTokenRefused DisconnectReason = 9
 )
 
