@@ -253,7 +253,8 @@ type EndpointConfig struct {
 	// cookie and the token cost, and the hook's own time. It runs on the
 	// endpoint's goroutine, inside Poll, once per admission attempt (not
 	// for a resume, nor for a re-sent ConnectResponse): keep it fast and
-	// non-blocking. The AdmitRequest's UserData is valid only during the
+	// non-blocking, and do not call the endpoint's Poll, Flush or Close
+	// from it. The AdmitRequest's UserData is valid only during the
 	// call. Default nil: admit everyone who gets this far.
 	Admit func(AdmitRequest) error
 	// Cipher (client) is the AEAD that seals the session's datagrams:
