@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/tickwire/tickwire/transport/token"
 )
 
 // ClientScenario is an echo row run from this process against a Server in
@@ -33,6 +35,10 @@ type ClientScenario struct {
 	// (Server.PublicKey, or what `tickwire server` prints), which the
 	// client pins (required for tickwire; ignored by the others).
 	ServerKey *ecdh.PublicKey
+	// Token is a tickwire client's connect token
+	// (transport.EndpointConfig.Token; `tickwire client --token`): with
+	// one, ServerKey is optional. The other transports ignore it.
+	Token *token.Token
 	// ServerCert is the quic server's certificate, PEM
 	// (Server.Certificate), which the client verifies the server against
 	// (required for a quic transport; ignored by the others).
@@ -62,8 +68,8 @@ func (s ClientScenario) Validate() error {
 		return fmt.Errorf("%w: address %v: want an address and a port", ErrScenario, s.Addr)
 	case s.ConnectTimeout < 0:
 		return fmt.Errorf("%w: connect timeout %v negative", ErrScenario, s.ConnectTimeout)
-	case (s.Transport == Tickwire || s.Transport == "") && s.ServerKey == nil:
-		return fmt.Errorf("%w: transport tickwire needs it (ClientScenario.ServerKey, `tickwire client --server-key`)", ErrServerKey)
+	case (s.Transport == Tickwire || s.Transport == "") && s.ServerKey == nil && s.Token == nil:
+		return fmt.Errorf("%w: transport tickwire needs it (ClientScenario.ServerKey, `tickwire client --server-key`) or a connect token (ClientScenario.Token)", ErrServerKey)
 	case peers[s.Transport].family == "quic" && len(s.ServerCert) == 0:
 		return fmt.Errorf("%w: transport %q needs the server's certificate to verify it against", ErrCertificate, s.Transport)
 	}
@@ -112,7 +118,7 @@ func RunClient(ctx context.Context, s ClientScenario) (Result, error) {
 	t, _ := NewTransport(sc.Transport)
 	res := Result{Transport: t.Name(), Profile: ProfileEcho, LatencyKind: RTT}
 	open := func(onEcho func([]byte)) (clientHalf, error) {
-		return t.dial(ctx, dialConfig{server: s.Addr, mtu: sc.MTU, onEcho: onEcho, connectTimeout: timeout, remote: true, serverCert: s.ServerCert, serverKey: s.ServerKey})
+		return t.dial(ctx, dialConfig{server: s.Addr, mtu: sc.MTU, onEcho: onEcho, connectTimeout: timeout, remote: true, serverCert: s.ServerCert, serverKey: s.ServerKey, token: s.Token})
 	}
 	wire := func(c clientHalf) int64 { return c.wireBytes() }
 	if err := unsupported(sc); err != nil {

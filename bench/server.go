@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+
+	"github.com/tickwire/tickwire/transport"
 )
 
 // ServerConfig configures Serve. The zero value of each field means its
@@ -28,6 +30,10 @@ type ServerConfig struct {
 	// (transport.EndpointConfig.PrivateKey). Default: a fresh one,
 	// which Server.PublicKey returns for the clients to pin.
 	PrivateKey *ecdh.PrivateKey
+	// Tokens is a tickwire server's connect-token admission
+	// (transport.EndpointConfig.Tokens; `tickwire server --token-key`).
+	// Zero: off. The other transports ignore it.
+	Tokens transport.TokenConfig
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -102,7 +108,7 @@ func Serve(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	t, _ := NewTransport(cfg.Transport)
-	half, err := t.listen(listenConfig{addr: cfg.Listen, mtu: cfg.MTU, privateKey: cfg.PrivateKey})
+	half, err := t.listen(listenConfig{addr: cfg.Listen, mtu: cfg.MTU, privateKey: cfg.PrivateKey, tokens: cfg.Tokens})
 	if err != nil {
 		return nil, err
 	}

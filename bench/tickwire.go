@@ -103,6 +103,7 @@ func (tickwireTransport) listen(cfg listenConfig) (serverHalf, error) {
 	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}, MaxPeers: transport.MaxPeersLimit}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	ecfg.PrivateKey = cfg.privateKey
+	ecfg.Tokens = cfg.tokens
 	ep, err := transport.Listen(sock, ecfg, s.h)
 	if err != nil {
 		sock.Close()
@@ -203,7 +204,7 @@ func (tickwireTransport) dial(ctx context.Context, cfg dialConfig) (clientHalf, 
 	}
 	c := &tickwireClient{sock: sock, onEcho: cfg.onEcho, start: time.Now(), remote: cfg.remote,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}, ServerKey: cfg.serverKey}
+	ecfg := transport.EndpointConfig{Channel: transport.Config{MTU: cfg.mtu, RedundancyInterval: cfg.redundancyInterval, Redundancy: cfg.redundancy}, ServerKey: cfg.serverKey, Token: cfg.token}
 	ecfg.Channel.Ack.MaxInFlight = cfg.maxInFlight
 	c.ep, err = transport.Dial(sock, cfg.server, ecfg, tickwireClientHandler{c: c}, 0)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/transport"
+	"github.com/tickwire/tickwire/transport/token"
 )
 
 // Transport names: the peers, each a named configuration of one
@@ -147,6 +148,8 @@ type listenConfig struct {
 	// Config.Redundancy.
 	redundancyInterval time.Duration
 	redundancy         transport.RedundancyMode
+	// tokens is a tickwire server's connect-token admission (zero: off).
+	tokens transport.TokenConfig
 }
 
 // dialConfig is what a client half needs.
@@ -171,6 +174,9 @@ type dialConfig struct {
 	// in-process server half, or ClientScenario.ServerKey. Other
 	// transports ignore it.
 	serverKey *ecdh.PublicKey
+	// token is a tickwire client's connect token (nil: none). Other
+	// transports ignore it.
+	token *token.Token
 	// serverCert is the quic server's certificate (PEM) the client
 	// verifies it against; nil: the process's own (a server in the same
 	// process). Other transports ignore it.

@@ -29,8 +29,10 @@ const (
 
 // Endpoint is the connection layer over one socket: a server that admits
 // clients (Listen) or a client of one server (Dial). It runs the handshake
-// (stateless cookie, admission, an X25519 key exchange that authenticates
-// the server to a client pinning its key, Accept/Reject), seals every
+// (stateless cookie, admission — a connect token and the application's
+// hook, when configured —, an X25519 key exchange that authenticates
+// the server to a client pinning its key or holding a token,
+// Accept/Reject), seals every
 // session datagram it sends and opens every one it receives before it
 // reaches a Channel (docs/WIRE.md §9, §13), keeps one Channel per
 // peer, reaps idle peers, disconnects in order, resumes sessions with a
@@ -91,6 +93,7 @@ type Endpoint struct {
 	cookies *cookieJar
 	tokens  *tokenMinter
 	limiter *rateLimiter
+	tok     *tokenServer // connect tokens (EndpointConfig.Tokens), nil: off
 
 	// Client.
 	server netip.AddrPort
@@ -144,6 +147,9 @@ func Listen(conn socket.Conn, cfg EndpointConfig, h EndpointHandler) (*Endpoint,
 		return nil, err
 	}
 	e.cookies = newCookieJar(e.cfg.CookiePeriod, e.cfg.Rand)
+	if e.tok, err = newTokenServer(e.cfg.Tokens, conn.LocalAddr()); err != nil {
+		return nil, err
+	}
 	if e.priv = e.cfg.PrivateKey; e.priv == nil {
 		if e.priv, err = keyPair(); err != nil {
 			return nil, err
@@ -182,7 +188,7 @@ func Dial(conn socket.Conn, server netip.AddrPort, cfg EndpointConfig, h Endpoin
 	if !server.IsValid() || server.Port() == 0 {
 		return nil, fmt.Errorf("%w: server address %v", ErrInvalidConfig, server)
 	}
-	if cfg.ServerKey == nil && !cfg.InsecureCleartext {
+	if cfg.ServerKey == nil && !cfg.InsecureCleartext && cfg.Token == nil {
 		return nil, fmt.Errorf("%w (dialing %v)", ErrNoServerKey, server)
 	}
 	e, err := newEndpoint(conn, cfg, h, roleClient)
@@ -906,6 +912,9 @@ func (e *Endpoint) onSession(now time.Duration, addr netip.AddrPort, b []byte) {
 // onAuthentic hands an authenticated datagram's channel header and frames
 // to p's channel.
 func (e *Endpoint) onAuthentic(now time.Duration, p *Peer, b []byte) {
+	if p.tokenPending && !e.bindToken(p) {
+		return
+	}
 	p.lastRx = now
 	p.prevLive = false // the client has the current secret: its old token is spent
 	if p.state == PeerClosing {

@@ -360,7 +360,7 @@ func (f *fakeServer) serve() {
 				if r.Resume && len(f.secrets) > 0 {
 					old = &f.secrets[len(f.secrets)-1]
 				}
-				a, sec, err := makeAccept(nil, &r, b, f.accept(r.Nonce, r.Resume), old)
+				a, sec, err := makeAccept(nil, &r, b, f.accept(r.Nonce, r.Resume), old, nil)
 				if err != nil {
 					panic(err)
 				}

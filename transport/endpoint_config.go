@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/tickwire/tickwire/transport/seal"
+	"github.com/tickwire/tickwire/transport/token"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -47,8 +49,8 @@ const (
 // EndpointConfig tunes an Endpoint. The zero value means every default;
 // each field says its default and range, and which role (server, client)
 // reads it. Validate reports the first field out of range; Listen and Dial
-// call it. A config is a plain value: copies are independent (Rand is
-// shared by reference).
+// call it. A config is a plain value: copies are independent (Rand, the
+// keys, Token, Tokens.Verifier and Admit are shared by reference).
 type EndpointConfig struct {
 	// Channel configures every peer's Channel. The limits both ends of a
 	// session must share — MTU, MaxMessageSize, ReliableBytes,
@@ -220,9 +222,41 @@ type EndpointConfig struct {
 	// ServerKey (client) is the server's pinned static public key
 	// (ecdh.X25519()). A client accepts only an Accept made with its
 	// private key, so an on-path attacker cannot stand in for the server.
-	// Required unless InsecureCleartext: Dial without it fails with
-	// ErrNoServerKey.
+	// Required unless InsecureCleartext or a Token: Dial without any of
+	// them fails with ErrNoServerKey.
 	ServerKey *ecdh.PublicKey
+	// Token (client) is a connect token from the game's backend (decoded
+	// with token.Token.UnmarshalBinary). The client presents its sealed
+	// part (Token.Sealed) in its ConnectResponse and mixes its 64 bytes
+	// of key material into the session's keys (docs/WIRE.md §9.8), so a
+	// server of the fleet that cannot open the token cannot complete the
+	// handshake. With a Token, ServerKey is optional: the token's keys,
+	// which only the backend and the fleet's servers can read, then
+	// authenticate the server on their own — any holder of the fleet key
+	// could stand in for it, the netcode trust model; pin ServerKey too
+	// to trust only that server's static key. A resume does not present
+	// the token again: it re-keys from the session's secret. The Token is
+	// shared, not copied, by copies of the config; the endpoint only reads
+	// it. Default nil: no token.
+	Token *token.Token
+	// Tokens (server) turns on connect-token admission (docs/WIRE.md §9,
+	// §14). Zero: off — a ConnectResponse that carries a token is refused
+	// with wire.RejectTokenWrongKey.
+	Tokens TokenConfig
+	// Admit (server), if set, decides whether to admit each client whose
+	// cookie (and token, if any) verified, before the server does any
+	// key exchange or keeps any state for it: return nil to admit, or an
+	// error to refuse — Refuse(code) to send the client an application
+	// code 0–127 (wire.MaxAppCode; Dial then fails with a *RefusedError
+	// carrying it), any other error refuses with code 0. A refused client
+	// leaves no state on the server (StateSize), and costs it what the
+	// cookie and the token cost, and the hook's own time. It runs on the
+	// endpoint's goroutine, inside Poll, once per admission attempt (not
+	// for a resume, nor for a re-sent ConnectResponse): keep it fast and
+	// non-blocking, and do not call the endpoint's Poll, Flush or Close
+	// from it. The AdmitRequest's UserData is valid only during the
+	// call. Default nil: admit everyone who gets this far.
+	Admit func(AdmitRequest) error
 	// Cipher (client) is the AEAD that seals the session's datagrams:
 	// seal.AES128GCM (the zero value, the default; hardware-accelerated on
 	// amd64 and arm64) or seal.ChaCha20Poly1305 (for CPUs without AES
@@ -237,6 +271,55 @@ type EndpointConfig struct {
 	// must set it alike: a server refuses the other kind of client with
 	// wire.RejectCleartext.
 	InsecureCleartext bool
+}
+
+// TokenConfig is a server's connect-token admission (EndpointConfig.Tokens):
+// each ConnectResponse carrying a token, once its cookie verified, is
+// opened with Verifier (at most one AEAD open), must name Addr and must not
+// be bound to another client address; its key material enters the session
+// keys, and the replay guard binds it to the client's address once the
+// client's first session datagram opens under those keys (docs/WIRE.md
+// §14.7). Every refusal is a Reject with its own reason, counted in
+// EndpointStats.TokenRefusals. The zero value turns tokens off. The
+// token's Timeout field is not used: the server's IdleTimeout applies to
+// every session.
+type TokenConfig struct {
+	// Verifier opens the sealed tokens: the fleet keys and the protocol id
+	// (token.NewVerifier). nil: tokens off. Shared, not copied, by copies
+	// of the config (it is safe for concurrent use).
+	Verifier *token.Verifier
+	// Addr is this server's address as the backend names it in tokens
+	// (token.Private.CheckServer). Default: the socket's local address;
+	// Listen fails if that is unspecified (0.0.0.0, ::) and Addr unset.
+	Addr netip.AddrPort
+	// Required refuses every new client without a token
+	// (wire.RejectTokenRequired). Resumes need no token either way. It
+	// needs a Verifier.
+	Required bool
+	// Guard sizes the server's replay guard (token.GuardConfig; zero:
+	// 16384 tokens, about 2.4 MiB, allocated at Listen; MaxLifetime an
+	// hour). The Endpoint owns its guard.
+	Guard token.GuardConfig
+	// Clock reads the wall clock that token expiries are checked against
+	// (unix seconds). Default time.Now; tests inject a fixed time.
+	Clock func() time.Time
+}
+
+// AdmitRequest is what EndpointConfig.Admit sees of a client asking to be
+// admitted. Addr is proven (the cookie verified), and a token's fields
+// are its backend's word (it verified, names this server and is not bound
+// elsewhere).
+type AdmitRequest struct {
+	// Addr is the client's address.
+	Addr netip.AddrPort
+	// Token reports whether the client presented a connect token; without
+	// one ClientID is 0 and UserData empty.
+	Token bool
+	// ClientID is the token's client id.
+	ClientID uint64
+	// UserData is the token's user data (at most 256 bytes): a window into
+	// the endpoint's scratch, valid only during the Admit call.
+	UserData []byte
 }
 
 // WithDefaults returns c with every zero field replaced by its default: the
@@ -282,6 +365,10 @@ func (c EndpointConfig) WithDefaults() EndpointConfig {
 	if c.Rand == nil {
 		c.Rand = rand.Reader
 	}
+	if c.Tokens.Clock == nil {
+		c.Tokens.Clock = time.Now
+	}
+	c.Tokens.Guard = c.Tokens.Guard.WithDefaults()
 	return c
 }
 
@@ -348,6 +435,13 @@ func (c EndpointConfig) Validate() error {
 		return bad("PrivateKey on %v, want an X25519 key", c.PrivateKey.Curve())
 	case c.ServerKey != nil && c.ServerKey.Curve() != ecdh.X25519():
 		return bad("ServerKey on %v, want an X25519 key", c.ServerKey.Curve())
+	case c.Tokens.Required && c.Tokens.Verifier == nil:
+		return bad("Tokens.Required without a Tokens.Verifier")
+	case c.Token != nil && (len(c.Token.Sealed) < token.MinSealedLen || len(c.Token.Sealed) > token.MaxSealedLen):
+		return bad("Token.Sealed is %d bytes, want %d to %d", len(c.Token.Sealed), token.MinSealedLen, token.MaxSealedLen)
+	}
+	if err := c.Tokens.Guard.Validate(); err != nil {
+		return fmt.Errorf("%w: Tokens.Guard: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -58,24 +58,61 @@ var (
 	ErrRandom = errors.New("transport: random source failed")
 
 	// ErrNoServerKey: Dial without EndpointConfig.ServerKey, the server's
-	// public key the client pins, and without InsecureCleartext. Set
+	// public key the client pins, without a connect Token and without
+	// InsecureCleartext. Set
 	// ServerKey (Endpoint.PublicKey of an in-process server, or the key
 	// `tickwire server` prints), or InsecureCleartext on both ends for a
 	// LAN test.
-	ErrNoServerKey = errors.New("transport: Dial needs EndpointConfig.ServerKey (the server's X25519 public key) or InsecureCleartext")
+	ErrNoServerKey = errors.New("transport: Dial needs EndpointConfig.ServerKey (the server's X25519 public key), a Token, or InsecureCleartext")
 
 	// ErrPublished: an expvar variable of that name already exists.
 	ErrPublished = errors.New("transport: expvar name already published")
+
+	// ErrRefused is matched by every *RefusedError: the server's
+	// admission hook (EndpointConfig.Admit) refused the client.
+	ErrRefused = errors.New("transport: refused by the server's admission hook")
 )
 
 // RejectError reports the server's Reject of a connection attempt or a
 // resume. It matches ErrRejected with errors.Is.
 type RejectError struct {
 	Reason wire.RejectReason
+	// Detail, for a refused connect token, is what the client knows of
+	// it: its expiry, its servers, its length (empty otherwise).
+	Detail string
 }
 
-// Error returns "transport: connection rejected: <reason>".
-func (e *RejectError) Error() string { return ErrRejected.Error() + ": " + e.Reason.String() }
+// Error returns "transport: connection rejected: <reason>", followed by
+// "; <detail>" when there is one.
+func (e *RejectError) Error() string {
+	s := ErrRejected.Error() + ": " + e.Reason.String()
+	if e.Detail != "" {
+		s += "; " + e.Detail
+	}
+	return s
+}
+
+// RefusedError is the refusal of a client by the server's admission hook
+// (EndpointConfig.Admit), with the application's Code, 0 to 127
+// (wire.MaxAppCode). A hook returns one (Refuse) to refuse with a code;
+// a client's Dial, Flush and Err return one when refused (it travels as
+// a Reject reason of 128 + Code). It matches ErrRefused and ErrRejected
+// with errors.Is.
+type RefusedError struct {
+	Code uint8
+}
+
+// Refuse returns the error an EndpointConfig.Admit hook returns to
+// refuse a client with an application code (above 127: sent as 127).
+func Refuse(code uint8) error { return &RefusedError{Code: code} }
+
+// Error returns "transport: refused by the server's admission hook: code <n>".
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%v: code %d", ErrRefused, e.Code)
+}
+
+// Is reports whether target is ErrRefused or ErrRejected.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused || target == ErrRejected }
 
 // Is reports whether target is ErrRejected.
 func (e *RejectError) Is(target error) bool { return target == ErrRejected }

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/transport/seal"
+	"github.com/tickwire/tickwire/transport/token"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -78,7 +80,29 @@ func fuzzSeeds() [][]byte {
 		}
 		seeds = append(seeds, b, append([]byte{0x83}, b[1:]...), b[:seal.Overhead-1])
 	}
-	return seeds
+	// ConnectResponses carrying a connect token (docs/WIRE.md §9.4):
+	// pinned, unpinned, and truncated.
+	ft := fuzzToken()
+	for _, unpinned := range []bool{false, true} {
+		seeds = append(seeds, wire.AppendConnectResponse(nil, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: 1,
+			Cookie: cookie, Ephemeral: rawEph, ConnectToken: ft.Sealed, Unpinned: unpinned}))
+	}
+	seeds = append(seeds, wire.AppendConnectResponse(nil, wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: 1,
+		Cookie: cookie, Ephemeral: rawEph, ConnectToken: ft.Sealed[:100]}))
+	return append(seeds,
+		wire.AppendReject(nil, wire.Reject{Nonce: 1, Reason: wire.RejectTokenBound}),
+		wire.AppendReject(nil, wire.Reject{Nonce: 1, Reason: wire.RejectApp(7)}))
+}
+
+// fuzzToken is the connect token of the fuzz seeds: fixed key, times and
+// randomness, so its bytes are the same every run.
+func fuzzToken() token.Token {
+	tok, err := token.Issue(fleetKey(1), token.Params{ProtocolID: testProtocolID, ClientID: 5, Created: tokenEpoch,
+		Expires: tokenEpoch.Add(time.Minute), Servers: []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:9000")}}, seededRand(1, "fuzz token"))
+	if err != nil {
+		panic(err)
+	}
+	return tok
 }
 
 // fuzzAccept encodes an Accept answering fuzzResponse whose body is a
@@ -87,7 +111,7 @@ func fuzzSeeds() [][]byte {
 func fuzzAccept(a wire.AcceptBody, c Config) []byte {
 	limitsOf(c).announce(&a)
 	raw := wire.AppendConnectResponse(nil, fuzzResponse)
-	acc, _, err := makeAccept(nil, &fuzzResponse, raw, a, nil)
+	acc, _, err := makeAccept(nil, &fuzzResponse, raw, a, nil, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -191,7 +215,7 @@ func FuzzHandshake(f *testing.F) {
 		}
 
 		n := newEpNet(t, 41, epLink(0, 0, 0))
-		srv := n.server("10.0.0.1:9000", EndpointConfig{})
+		srv := n.server("10.0.0.1:9000", n.tokenServerCfg(t, fleetKey(1), false))
 		b := append([]byte(nil), data...)
 
 		// Server.
@@ -241,8 +265,9 @@ var genCorpus = flag.Bool("transport.gencorpus", false,
 
 // TestFuzzCorpusSeeds checks that the fuzz targets' checked-in corpora
 // hold the seeds of the sealed format and the protocol-3 handshake
-// (kinds 0x80/0x81, a 120-byte ConnectResponse, a 109-byte Accept; the
-// old seeds stay as foreign-version and malformed inputs). Run
+// (kinds 0x80/0x81, a 120-byte ConnectResponse, one carrying a connect
+// token, a 109-byte Accept; the old seeds stay as foreign-version and
+// malformed inputs). Run
 //
 //	go test ./transport -run TestFuzzCorpusSeeds -transport.gencorpus
 //
@@ -256,7 +281,8 @@ func TestFuzzCorpusSeeds(t *testing.T) {
 		return sb.String()
 	}
 	for i, s := range fuzzSeeds() {
-		if len(s) == 0 || (s[0]&^1 != seal.KindPhase0 && len(s) != wire.ConnectResponseLen && len(s) != wire.AcceptLen) {
+		token := len(s) > wire.ConnectResponseLen && s[0] == byte(wire.KindConnectResponse)
+		if len(s) == 0 || (s[0]&^1 != seal.KindPhase0 && len(s) != wire.ConnectResponseLen && len(s) != wire.AcceptLen && !token) {
 			continue
 		}
 		files := map[string]string{

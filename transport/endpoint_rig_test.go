@@ -207,8 +207,8 @@ func (n *epNet) client(addr string, srv *node, cfg EndpointConfig) *node {
 	if cfg.Rand == nil {
 		cfg.Rand = seededRand(n.seed, addr)
 	}
-	if cfg.ServerKey == nil && !cfg.InsecureCleartext && srv.ep != nil {
-		cfg.ServerKey = srv.ep.PublicKey() // pinned, as a real client would
+	if cfg.ServerKey == nil && !cfg.InsecureCleartext && cfg.Token == nil && srv.ep != nil {
+		cfg.ServerKey = srv.ep.PublicKey() // pinned, as a real client would (a token client may not)
 	}
 	nd := &node{name: "client " + addr, conn: conn, rec: newRecorder(n.t, "client "+addr, &n.now)}
 	ep, err := Dial(conn, srv.conn.LocalAddr(), cfg, nd.rec, n.now)
@@ -291,9 +291,16 @@ type rawPeer struct {
 	eph       *ecdh.PrivateKey
 	resp      []byte // the last ConnectResponse sent by handshake
 	keyed     bool   // secret, sess and body are set
-	secret    seal.Secret
-	sess      *seal.Session
-	body      wire.AcceptBody
+	// ctok, if set, is a connect token's sealed bytes the raw peer
+	// presents in its next new-session ConnectResponse, and km the key
+	// material it mixes in (nil: it does not know the keys, as an
+	// attacker who copied a token); unpinned leaves es out.
+	ctok     []byte
+	km       []byte
+	unpinned bool
+	secret   seal.Secret
+	sess     *seal.Session
+	body     wire.AcceptBody
 }
 
 func (n *epNet) raw(addr string, srv *node) *rawPeer {
@@ -382,6 +389,8 @@ func (r *rawPeer) response(nonce uint64, c wire.Cookie, tok *wire.Token) []byte 
 		Ephemeral: wire.PublicKey(k.PublicKey().Bytes())}
 	if tok != nil {
 		q.Resume, q.Token = true, *tok
+	} else if r.ctok != nil {
+		q.ConnectToken, q.Unpinned = r.ctok, r.unpinned
 	}
 	b := wire.AppendConnectResponse(nil, q)
 	if tok != nil && r.keyed {
@@ -399,17 +408,21 @@ func (r *rawPeer) accepted(accept []byte) bool {
 	if err != nil {
 		return false
 	}
+	q, _, _ := wire.ParseConnectResponse(r.resp)
 	var es []byte
-	if r.serverKey != nil {
+	if r.serverKey != nil && !q.Unpinned {
 		if es, err = staticDH(r.eph, r.serverKey.Bytes()); err != nil {
 			return false
 		}
 	}
 	var old *seal.Secret
-	if q, _, _ := wire.ParseConnectResponse(r.resp); r.keyed && q.Resume {
+	var km []byte
+	if r.keyed && q.Resume {
 		old = &r.secret
+	} else if q.ConnectToken != nil {
+		km = r.km
 	}
-	ikm, err := handshakeIKM(r.eph, a.Ephemeral[:], es, old)
+	ikm, err := handshakeIKM(r.eph, a.Ephemeral[:], es, old, km)
 	if err != nil {
 		return false
 	}

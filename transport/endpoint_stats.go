@@ -126,10 +126,79 @@ func (r SealDropReason) String() string {
 	return fmt.Sprintf("SealDropReason(%d)", uint8(r))
 }
 
+// TokenRefusal says why a server refused a connect token (docs/WIRE.md
+// §9.6, §14): EndpointStats.TokenRefusals. Each but TokenBindFailed has its
+// own Reject reason, which the client sees.
+type TokenRefusal uint8
+
+// The token refusal reasons.
+const (
+	// TokenMalformed: the sealed token does not parse — truncated, a bad
+	// length field, an unknown version, bytes after it, or (an issuer's
+	// bug) a private part that does not parse (token.ErrShort,
+	// ErrVersion, ErrMalformed). wire.RejectTokenMalformed.
+	TokenMalformed TokenRefusal = iota
+	// TokenExpired: its expiry has passed on TokenConfig.Clock (or that
+	// clock reads before 1970; token.ErrExpired). wire.RejectTokenExpired.
+	TokenExpired
+	// TokenProtocol: issued for another protocol id (token.ErrProtocol).
+	TokenProtocol
+	// TokenWrongKey: sealed under a fleet key the server does not hold,
+	// or the server has no Verifier (token.ErrWrongKey).
+	TokenWrongKey
+	// TokenTampered: the AEAD tag did not verify (token.ErrTampered):
+	// the one refusal that cost an AEAD open.
+	TokenTampered
+	// TokenNotForServer: the token names other servers than
+	// TokenConfig.Addr (token.ErrNotForServer).
+	TokenNotForServer
+	// TokenBoundElsewhere: another client address bound the token first
+	// (token.ErrBoundElsewhere).
+	TokenBoundElsewhere
+	// TokenGuardFull: the replay guard has no free slot (token.ErrGuardFull).
+	TokenGuardFull
+	// TokenRequired: TokenConfig.Required and the client sent no token.
+	TokenRequired
+	// TokenLifetime: the token expires further ahead than the guard's
+	// MaxLifetime (token.ErrLifetime).
+	TokenLifetime
+	// TokenBindFailed: the token passed at the handshake, but binding it
+	// at the client's first datagram failed (it expired or the guard
+	// filled up since): the session is ended with
+	// wire.DisconnectTokenRefused, no Reject. (Sessions holding a copy of
+	// a token that another session bound are ended too, counted only in
+	// Disconnects.)
+	TokenBindFailed
+
+	tokenRefusalReasons = iota
+)
+
+var tokenRefusalNames = [tokenRefusalReasons]string{
+	TokenMalformed:      "malformed",
+	TokenExpired:        "expired",
+	TokenProtocol:       "protocol",
+	TokenWrongKey:       "wrong key",
+	TokenTampered:       "tampered",
+	TokenNotForServer:   "not for server",
+	TokenBoundElsewhere: "bound elsewhere",
+	TokenGuardFull:      "guard full",
+	TokenRequired:       "required",
+	TokenLifetime:       "lifetime",
+	TokenBindFailed:     "bind failed",
+}
+
+// String returns the reason's name.
+func (r TokenRefusal) String() string {
+	if int(r) < tokenRefusalReasons {
+		return tokenRefusalNames[r]
+	}
+	return fmt.Sprintf("TokenRefusal(%d)", uint8(r))
+}
+
 // Array sizes of the per-reason counters: every named reason.
 const (
-	rejectReasons     = int(wire.RejectHandshake) + 1
-	disconnectReasons = int(wire.DisconnectStalled) + 1
+	rejectReasons     = int(wire.RejectTokenLifetime) + 1
+	disconnectReasons = int(wire.DisconnectTokenRefused) + 1
 )
 
 // EndpointStats are an endpoint's counters. Every datagram the endpoint
@@ -196,6 +265,17 @@ type EndpointStats struct {
 	ResumeProofFailed uint64
 	KeyExchangeFailed uint64
 
+	// Connect tokens and admission (server). TokensVerified: tokens that
+	// opened, named this server and were not bound elsewhere; TokensBound:
+	// those the replay guard bound at the client's first datagram; the
+	// refused by reason: TokenRefusals. AdmitRefused: clients the
+	// admission hook refused (server), or refusals by the server's hook
+	// received (client); they are not in Rejects.
+	TokensVerified uint64
+	TokensBound    uint64
+	tokenRefusals  [tokenRefusalReasons]uint64
+	AdmitRefused   uint64
+
 	// Sealed session datagrams (docs/WIRE.md §13): Sealed sent, Opened
 	// authenticated and decrypted; the refused by reason: SealDrops.
 	Sealed, Opened uint64
@@ -259,6 +339,17 @@ func (s EndpointStats) SealDrops(r SealDropReason) uint64 {
 // SealDropsTotal counts every sealed session datagram dropped.
 func (s EndpointStats) SealDropsTotal() uint64 { return sum(s.sealDrops[:]) }
 
+// TokenRefusals counts the connect tokens refused for reason r.
+func (s EndpointStats) TokenRefusals(r TokenRefusal) uint64 {
+	if int(r) >= tokenRefusalReasons {
+		return 0
+	}
+	return s.tokenRefusals[r]
+}
+
+// TokenRefusalsTotal counts every connect token refused.
+func (s EndpointStats) TokenRefusalsTotal() uint64 { return sum(s.tokenRefusals[:]) }
+
 // Disconnects counts the sessions that ended with reason r; reasons this
 // build does not name count under 0.
 func (s EndpointStats) Disconnects(r wire.DisconnectReason) uint64 {
@@ -296,16 +387,18 @@ func (s EndpointStats) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		fields
-		Rejects     map[string]uint64
-		Malformed   map[string]uint64
-		Disconnects map[string]uint64
-		SealDrops   map[string]uint64
+		Rejects       map[string]uint64
+		Malformed     map[string]uint64
+		Disconnects   map[string]uint64
+		SealDrops     map[string]uint64
+		TokenRefusals map[string]uint64
 	}{
 		fields(s),
 		byName(rejectReasons, func(i int) uint64 { return s.rejects[i] }, func(i int) string { return wire.RejectReason(i).String() }),
 		byName(malformedReasons, func(i int) uint64 { return s.malformed[i] }, func(i int) string { return MalformedReason(i).String() }),
 		byName(disconnectReasons, func(i int) uint64 { return s.disconnects[i] }, func(i int) string { return wire.DisconnectReason(i).String() }),
 		byName(sealDropReasons, func(i int) uint64 { return s.sealDrops[i] }, func(i int) string { return SealDropReason(i).String() }),
+		byName(tokenRefusalReasons, func(i int) uint64 { return s.tokenRefusals[i] }, func(i int) string { return TokenRefusal(i).String() }),
 	})
 }
 

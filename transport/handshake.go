@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/transport/seal"
+	"github.com/tickwire/tickwire/transport/token"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -84,7 +85,7 @@ func (e *Endpoint) onConnectRequest(now time.Duration, addr netip.AddrPort, b []
 // onConnectResponse verifies the echoed cookie — the address is proven
 // from then on — and admits, resumes or refuses.
 func (e *Endpoint) onConnectResponse(now time.Duration, addr netip.AddrPort, b []byte) {
-	r, _, err := wire.ParseConnectResponse(b)
+	r, n, err := wire.ParseConnectResponse(b)
 	if err != nil && !errors.Is(err, wire.ErrVersion) {
 		e.malformed(err)
 		return
@@ -127,19 +128,35 @@ func (e *Endpoint) onConnectResponse(now time.Duration, addr netip.AddrPort, b [
 		e.rejectProven(addr, r.Nonce, wire.RejectCleartext)
 		return
 	}
-	if r.Resume {
-		e.resumeSession(now, addr, &r, b[:wire.ConnectResponseLen])
+	raw := b[:n]
+	if r.Resume { // a resume re-keys from the session's secret: no token
+		e.resumeSession(now, addr, &r, raw)
 		return
 	}
-	e.admit(now, addr, &r, b[:wire.ConnectResponseLen])
+	// Admission (admit.go): the token, then the application's hook, then
+	// the key exchange and the session.
+	tok, ok := e.checkToken(addr, &r)
+	if !ok {
+		return
+	}
+	if tok != nil {
+		defer tok.Wipe()
+	}
+	if !e.admitHook(addr, r.Nonce, tok) {
+		return
+	}
+	e.admit(now, addr, &r, raw, tok)
 }
 
 // admit creates a session for a proven address: admission checks first
 // (peer limit, then a peer id in 0..253), state only after both passed
 // (S-E4, S-E5).
 //
-// raw is the ConnectResponse as received, for the handshake transcript.
-func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.ConnectResponse, raw []byte) {
+// raw is the ConnectResponse as received, for the handshake transcript;
+// tok the client's verified connect token, or nil: its key material
+// enters the key exchange, and its Binding waits in the Peer for the
+// client's first datagram.
+func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.ConnectResponse, raw []byte, tok *token.Private) {
 	if old := e.byAddr[addr]; old != nil {
 		// A new handshake from the address of a live session: the client
 		// restarted on the same port. The old session is dead.
@@ -175,7 +192,15 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 		return
 	}
 	p.ch = ch
-	if !e.serverKeys(p, addr, r, raw, nil) {
+	var km []byte
+	if tok != nil {
+		m := tok.KeyMaterial()
+		km = m[:]
+		p.hasToken, p.tokenPending, p.clientID, p.tokenBind = true, true, tok.ClientID, tok.Binding()
+	}
+	ok := e.serverKeys(p, addr, r, raw, nil, km)
+	clear(km)
+	if !ok {
 		e.ids.free(id)
 		return
 	}
@@ -233,7 +258,7 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 		// The client lost the last resume's Accept and holds the secret
 		// that resume replaced: key the session from that one again.
 		old := p.prevSecret
-		if !e.serverKeys(p, addr, r, raw, &old) {
+		if !e.serverKeys(p, addr, r, raw, &old, nil) {
 			return
 		}
 		e.moveSession(p, addr)
@@ -257,7 +282,7 @@ func (e *Endpoint) resumeSession(now time.Duration, addr netip.AddrPort, r *wire
 	}
 	old, oldToken := p.secret, p.token
 	p.token = token
-	if !e.serverKeys(p, addr, r, raw, &old) {
+	if !e.serverKeys(p, addr, r, raw, &old, nil) {
 		p.token = oldToken
 		return
 	}
@@ -285,21 +310,22 @@ func (e *Endpoint) moveSession(p *Peer, addr netip.AddrPort) {
 }
 
 // serverKeys runs the server's half of the key exchange (makeAccept) for
-// the ConnectResponse r (raw: its 120 bytes as received) and, on success,
+// the ConnectResponse r (raw: its bytes as received) and, on success,
 // installs the session's new secret and seal.Session in p and keeps its
 // Accept in p.accept for re-sending. The Accept body announces p's id,
 // token and the limits of p's channel: exactly what the server's end of
 // the session assumes. old is the secret of the session being resumed,
-// nil for a new one. It runs only for an address whose cookie verified.
-// On failure it counts and refuses (to addr), and p keeps its keys.
-func (e *Endpoint) serverKeys(p *Peer, addr netip.AddrPort, r *wire.ConnectResponse, raw []byte, old *seal.Secret) bool {
+// nil for a new one; km a connect token's key material, nil without one.
+// It runs only for an address whose cookie verified. On failure it counts
+// and refuses (to addr), and p keeps its keys.
+func (e *Endpoint) serverKeys(p *Peer, addr netip.AddrPort, r *wire.ConnectResponse, raw []byte, old *seal.Secret, km []byte) bool {
 	body := wire.AcceptBody{PeerID: p.id, Token: p.token}
 	limitsOf(p.ch.Config()).announce(&body)
 	priv := e.priv
-	if e.cfg.InsecureCleartext {
+	if e.cfg.InsecureCleartext || r.Unpinned { // the client cannot compute es
 		priv = nil
 	}
-	accept, secret, err := makeAccept(priv, r, raw, body, old)
+	accept, secret, err := makeAccept(priv, r, raw, body, old, km)
 	switch {
 	case errors.Is(err, ErrRandom):
 		e.stats.RandomFailures++
@@ -322,12 +348,14 @@ func (e *Endpoint) serverKeys(p *Peer, addr netip.AddrPort, r *wire.ConnectRespo
 
 // makeAccept is the server's key exchange (handshake_keys.go): a fresh
 // ephemeral key, 16 bytes of server randomness from crypto/rand, es with
-// the static key priv (nil: InsecureCleartext, no es), ee, the session
-// secret over the transcript of raw and the Accept's header, and the
-// Accept with body sealed under the handshake key. It costs three X25519
-// operations (two without priv), about 150 µs, and allocates about 15 KiB.
-// Its errors: ErrRandom, or the key exchange's (a low-order client key).
-func makeAccept(priv *ecdh.PrivateKey, r *wire.ConnectResponse, raw []byte, body wire.AcceptBody, old *seal.Secret) (accept [wire.AcceptLen]byte, secret seal.Secret, err error) {
+// the static key priv (nil: InsecureCleartext or an unpinned token
+// client, no es), ee, a connect token's key material km (nil: none), the
+// session secret over the transcript of raw and the Accept's header, and
+// the Accept with body sealed under the handshake key. It costs three
+// X25519 operations (two without priv), about 150 µs, and allocates about
+// 15 KiB. Its errors: ErrRandom, or the key exchange's (a low-order
+// client key).
+func makeAccept(priv *ecdh.PrivateKey, r *wire.ConnectResponse, raw []byte, body wire.AcceptBody, old *seal.Secret, km []byte) (accept [wire.AcceptLen]byte, secret seal.Secret, err error) {
 	eph, err := keyPair()
 	if err != nil {
 		return accept, secret, err
@@ -338,7 +366,7 @@ func makeAccept(priv *ecdh.PrivateKey, r *wire.ConnectResponse, raw []byte, body
 			return accept, secret, err
 		}
 	}
-	ikm, err := handshakeIKM(eph, r.Ephemeral[:], es, old)
+	ikm, err := handshakeIKM(eph, r.Ephemeral[:], es, old, km)
 	if err != nil {
 		return accept, secret, err
 	}
@@ -386,7 +414,9 @@ func (e *Endpoint) allow(now time.Duration, addr netip.AddrPort) bool {
 // reject sends a Reject (10 bytes) for a request of reqLen bytes.
 func (e *Endpoint) reject(addr netip.AddrPort, reqLen int, nonce uint64, reason wire.RejectReason) {
 	if e.replyUnproven(addr, reqLen, wire.AppendReject(e.buffer(), wire.Reject{Nonce: nonce, Reason: reason})) {
-		e.stats.rejects[rejectIndex(reason)]++
+		if _, app := reason.AppCode(); !app { // counted as AdmitRefused
+			e.stats.rejects[rejectIndex(reason)]++
+		}
 	}
 }
 
@@ -450,8 +480,9 @@ type dialState struct {
 	// eph is this attempt's ephemeral X25519 key; resp the ConnectResponse
 	// as sent (built once, when the Challenge arrives), which the
 	// handshake transcript covers.
-	eph  *ecdh.PrivateKey
-	resp [wire.ConnectResponseLen]byte
+	eph     *ecdh.PrivateKey
+	resp    [wire.MaxConnectResponseLen]byte
+	respLen int // bytes of resp in use: 120, or 85 + the connect token's
 }
 
 // startDial begins a handshake with a fresh nonce; the first datagram goes
@@ -519,7 +550,7 @@ func (e *Endpoint) sendDial(now time.Duration) {
 		b = wire.AppendConnectRequest(b, wire.ConnectRequest{Version: wire.ProtocolVersion, Nonce: d.nonce, Resume: d.resume,
 			Cleartext: e.cfg.InsecureCleartext, Token: tok})
 	} else {
-		b = append(b, d.resp[:]...)
+		b = append(b, d.resp[:d.respLen]...)
 	}
 	e.push(e.server, b)
 	d.sent++
@@ -563,7 +594,9 @@ func (e *Endpoint) onChallenge(now time.Duration, addr netip.AddrPort, b []byte)
 
 // buildResponse encodes the ConnectResponse of the current attempt into
 // d.resp: the echoed cookie, the wanted cipher, the ephemeral key and,
-// for a resume, the proof of the session's current secret.
+// for a resume, the proof of the session's current secret, or, for a new
+// session of a client with a connect token, the sealed token (and the
+// unpinned flag if no server key is pinned).
 func (e *Endpoint) buildResponse() {
 	d := &e.dial
 	r := wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: d.nonce, Resume: d.resume,
@@ -571,8 +604,15 @@ func (e *Endpoint) buildResponse() {
 	if d.resume && e.remote != nil {
 		r.Token = e.remote.token
 	}
+	if t := e.cfg.Token; t != nil && !d.resume {
+		r.ConnectToken = t.Sealed
+	}
+	// Without a pinned key (a token client, new or resuming) es is left
+	// out, and the server must know it.
+	r.Unpinned = e.cfg.ServerKey == nil && !e.cfg.InsecureCleartext
 	copy(r.Ephemeral[:], d.eph.PublicKey().Bytes())
 	b := wire.AppendConnectResponse(d.resp[:0], r)
+	d.respLen = len(b)
 	if d.resume && e.remote != nil {
 		proof := resumeProof(&e.remote.secret, b)
 		copy(d.resp[wire.ConnectResponseProofOff:], proof[:])
@@ -587,21 +627,26 @@ func (e *Endpoint) clientKeys(a *wire.Accept, raw []byte) (secret seal.Secret, b
 	d := &e.dial
 	var es []byte
 	var err error
-	if !e.cfg.InsecureCleartext {
+	if !e.cfg.InsecureCleartext && e.cfg.ServerKey != nil {
 		if es, err = staticDH(d.eph, e.cfg.ServerKey.Bytes()); err != nil {
 			return secret, body, false
 		}
 	}
 	var old *seal.Secret
+	var km []byte
 	if d.resume && e.remote != nil {
 		old = &e.remote.secret
+	} else if t := e.cfg.Token; t != nil {
+		m := t.KeyMaterial()
+		km = m[:]
+		defer clear(km)
 	}
-	ikm, err := handshakeIKM(d.eph, a.Ephemeral[:], es, old)
+	ikm, err := handshakeIKM(d.eph, a.Ephemeral[:], es, old, km)
 	if err != nil {
 		e.stats.KeyExchangeFailed++
 		return secret, body, false
 	}
-	th := transcript(d.resp[:], raw[:wire.AcceptHeaderLen])
+	th := transcript(d.resp[:d.respLen], raw[:wire.AcceptHeaderLen])
 	if secret, err = seal.DeriveSecret(ikm, a.ServerRandom[:], th[:]); err != nil {
 		return secret, body, false
 	}
@@ -785,6 +830,13 @@ func (e *Endpoint) onReject(now time.Duration, addr netip.AddrPort, b []byte) {
 		e.stats.StrayReplies++
 		return
 	}
+	if code, app := r.Reason.AppCode(); app {
+		e.stats.AdmitRefused++
+		d.phase = dialIdle
+		e.err = &RefusedError{Code: code}
+		e.logDialErr(e.err)
+		return
+	}
 	e.stats.rejects[rejectIndex(r.Reason)]++
 	switch r.Reason {
 	case wire.RejectBadCookie:
@@ -799,7 +851,7 @@ func (e *Endpoint) onReject(now time.Duration, addr netip.AddrPort, b []byte) {
 		return
 	}
 	d.phase = dialIdle
-	e.err = &RejectError{Reason: r.Reason}
+	e.err = &RejectError{Reason: r.Reason, Detail: e.tokenDetail(r.Reason)}
 	e.logDialErr(e.err)
 	if d.resume && e.remote != nil && e.remote.state != PeerClosed && e.remote.state != PeerClosing {
 		e.end(e.remote, e.remote.why)

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/transport/seal"
+	"github.com/tickwire/tickwire/transport/token"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -43,7 +46,7 @@ func handshakeExample(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ikm, err := handshakeIKM(es, r.Ephemeral[:], dhS, nil)
+	ikm, err := handshakeIKM(es, r.Ephemeral[:], dhS, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func handshakeExample(t testing.TB) string {
 	if err != nil || !bytes.Equal(dhC, dhS) {
 		t.Fatal("es differs", err)
 	}
-	ikmC, err := handshakeIKM(ec, a.Ephemeral[:], dhC, nil)
+	ikmC, err := handshakeIKM(ec, a.Ephemeral[:], dhC, nil, nil)
 	if err != nil || !bytes.Equal(ikmC, ikm) {
 		t.Fatal("ee differs", err)
 	}
@@ -133,3 +136,122 @@ func readWire(t testing.TB) string {
 // TestPrintHandshakeExample prints the example (go test -run
 // TestPrintHandshakeExample -v), for the document.
 func TestPrintHandshakeExample(t *testing.T) { t.Log("\n" + handshakeExample(t)) }
+
+// tokenHandshakeExample is the worked example of docs/WIRE.md §9.10: the
+// handshake of §9.9's keys and randomness by a client that presents the
+// connect token of §14.5 and pins no server key, so ikm = ee ‖ token
+// keys.
+func tokenHandshakeExample(t testing.TB) string {
+	key := func(b byte) *ecdh.PrivateKey {
+		k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{b}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	ec, es := key(0x22), key(0x33)
+	var fk token.Key
+	for i := range fk {
+		fk[i] = byte(i)
+	}
+	rnd := make([]byte, 2*token.SessionKeyLen+token.NonceLen)
+	for i := range rnd {
+		rnd[i] = byte(0xa0 + i)
+	}
+	created := time.Unix(1796083200, 0)
+	tok, err := token.Issue(fk, token.Params{ProtocolID: 0x1122334455667788, ClientID: 42, Created: created,
+		Expires: created.Add(time.Hour), Timeout: 10 * time.Second,
+		Servers: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:7000")}, UserData: []byte("hi")}, bytes.NewReader(rnd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cookie wire.Cookie
+	cookie.Bucket = 0x0d0c0b0a
+	for i := range cookie.Tag {
+		cookie.Tag[i] = byte(0xa0 + i)
+	}
+	r := wire.ConnectResponse{Version: wire.ProtocolVersion, Nonce: 0x0807060504030201, Cookie: cookie,
+		Ephemeral: wire.PublicKey(ec.PublicKey().Bytes()), ConnectToken: tok.Sealed, Unpinned: true}
+	resp := wire.AppendConnectResponse(nil, r)
+	a := wire.Accept{Nonce: r.Nonce, Ephemeral: wire.PublicKey(es.PublicKey().Bytes())}
+	for i := range a.ServerRandom {
+		a.ServerRandom[i] = byte(0x50 + i)
+	}
+	hdr := wire.AppendAccept(nil, a)[:wire.AcceptHeaderLen]
+
+	// The server's side: the token opens with the fleet key and gives the
+	// key material; no es (the client pins no key).
+	v, err := token.NewVerifier(0x1122334455667788, fk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var priv token.Private
+	if err := v.Open(r.ConnectToken, created.Add(time.Minute), &priv); err != nil {
+		t.Fatal(err)
+	}
+	if err := priv.CheckServer(netip.MustParseAddrPort("192.0.2.1:7000")); err != nil {
+		t.Fatal(err)
+	}
+	km := priv.KeyMaterial()
+	ikm, err := handshakeIKM(es, r.Ephemeral[:], nil, nil, km[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := transcript(resp, hdr)
+	secret, err := seal.DeriveSecret(ikm, a.ServerRandom[:], th[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := wire.AcceptBody{PeerID: 3, Token: wire.Token{0: 0xc0, 15: 0xcf}}
+	limitsOf(Config{}).announce(&body)
+	if err := sealAcceptBody(&secret, hdr, wire.AppendAcceptBody(nil, body), &a.Body); err != nil {
+		t.Fatal(err)
+	}
+	accept := wire.AppendAccept(nil, a)
+
+	// The client's side agrees, from its public token's keys.
+	ckm := tok.KeyMaterial()
+	ikmC, err := handshakeIKM(ec, a.Ephemeral[:], nil, nil, ckm[:])
+	if err != nil || !bytes.Equal(ikmC, ikm) {
+		t.Fatal("ikm differs", err)
+	}
+	var plain [wire.AcceptBodyLen]byte
+	if !openAcceptBody(&secret, accept[:wire.AcceptHeaderLen], &a.Body, &plain) {
+		t.Fatal("the client cannot open the body")
+	}
+
+	var sb strings.Builder
+	line := func(name string, b []byte) {
+		for i := 0; i < len(b); i += 16 {
+			label := ""
+			if i == 0 {
+				label = name
+			}
+			fmt.Fprintf(&sb, "%-18s% x\n", label, b[i:min(i+16, len(b))])
+		}
+	}
+	line("ikm = ee ‖ keys", ikm)
+	line("transcript", th[:])
+	line("secret", secret[:])
+	sb.WriteString("\nConnectResponse with the token\n")
+	dump(&sb, resp)
+	sb.WriteString("\nAccept\n")
+	dump(&sb, accept)
+	return sb.String()
+}
+
+// TestTokenHandshakeWorkedExample pins the worked example of
+// docs/WIRE.md §9.10.
+func TestTokenHandshakeWorkedExample(t *testing.T) {
+	got := tokenHandshakeExample(t)
+	doc := readWire(t)
+	for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
+		if l != "" && !strings.Contains(doc, l) {
+			t.Fatalf("docs/WIRE.md §9.10 lacks the line\n%s\nof the example:\n%s", l, got)
+		}
+	}
+}
+
+// TestPrintTokenHandshakeExample prints the example of §9.10 (go test -run
+// TestPrintTokenHandshakeExample -v), for the document.
+func TestPrintTokenHandshakeExample(t *testing.T) { t.Log("\n" + tokenHandshakeExample(t)) }

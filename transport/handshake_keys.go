@@ -23,17 +23,21 @@ import (
 //	es         = X25519(s, e_c)              (omitted in InsecureCleartext)
 //	ee         = X25519(e_s, e_c)
 //	ikm        = es ‖ ee [‖ old secret]      (the old secret when resuming)
-//	transcript = SHA-256("tickwire hs v3" ‖ ConnectResponse (120) ‖ Accept[0:57])
+//	             es ‖ ee ‖ token keys        (a connect token's 64 bytes;
+//	             ee ‖ token keys              without es if the client pins no key)
+//	transcript = SHA-256("tickwire hs v3" ‖ ConnectResponse (all of it) ‖ Accept[0:57])
 //	secret     = seal.DeriveSecret(ikm, server random, transcript)
 //	accept key = HKDF-Expand(secret, "tickwire hs v3 accept", 16), AES-128-GCM,
 //	             nonce 0, associated data Accept[0:57]
 //
 // Only the holder of s computes es, so only it can seal an Accept body
 // the client opens: server authentication. The transcript binds both
-// messages, the cookie among them, to the keys. A second key source (a
-// connect token's keys, issued by a backend) would enter as another ikm
-// component under its own ConnectResponse flag, with the same transcript
-// and derivation.
+// messages, the cookie among them, to the keys. A second key source, a
+// connect token's keys issued by a backend (ConnectResponse flag bit 2,
+// admit.go), enters ikm after ee, with the same transcript and
+// derivation: the token's keys and the pinned static key each keep the
+// session safe on their own, and an unpinned token client (flag bit 3)
+// relies on the token's keys alone.
 
 // transcriptLabel opens the handshake transcript hash.
 const transcriptLabel = "tickwire hs v3"
@@ -66,11 +70,11 @@ func transcript(resp []byte, acceptHeader []byte) [sha256.Size]byte {
 	return out
 }
 
-// handshakeIKM computes the key material: es (unless static is nil), ee,
-// and the old secret of a resumed session (nil for a new one). eph is
-// this side's ephemeral key, peerEph the other's; static is this side's
-// static key (server) or nil, serverStatic the pinned key (client) or nil.
-func handshakeIKM(eph *ecdh.PrivateKey, peerEph []byte, es []byte, old *seal.Secret) ([]byte, error) {
+// handshakeIKM computes the key material: es (nil: omitted), ee, then
+// the old secret of a resumed session (nil for a new one) or a connect
+// token's 64 bytes of key material km (nil: none). eph is this side's
+// ephemeral key, peerEph the other's.
+func handshakeIKM(eph *ecdh.PrivateKey, peerEph []byte, es []byte, old *seal.Secret, km []byte) ([]byte, error) {
 	pub, err := ecdh.X25519().NewPublicKey(peerEph)
 	if err != nil {
 		return nil, err
@@ -79,13 +83,13 @@ func handshakeIKM(eph *ecdh.PrivateKey, peerEph []byte, es []byte, old *seal.Sec
 	if err != nil {
 		return nil, err
 	}
-	ikm := make([]byte, 0, 96)
+	ikm := make([]byte, 0, 128)
 	ikm = append(ikm, es...)
 	ikm = append(ikm, ee...)
 	if old != nil {
 		ikm = append(ikm, old[:]...)
 	}
-	return ikm, nil
+	return append(ikm, km...), nil
 }
 
 // staticDH computes es from a static private key and an ephemeral public

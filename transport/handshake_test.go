@@ -245,7 +245,7 @@ func TestClientRefusesProvenancePeerID(t *testing.T) {
 					reply = wire.AppendChallenge(nil, wire.Challenge{Nonce: r.Nonce})
 				case wire.KindConnectResponse:
 					r, _, _ := wire.ParseConnectResponse(b)
-					a, _, err := makeAccept(nil, &r, b, wire.AcceptBody{PeerID: id, MTU: DefaultMTU, MaxMessage: 1000}, nil)
+					a, _, err := makeAccept(nil, &r, b, wire.AcceptBody{PeerID: id, MTU: DefaultMTU, MaxMessage: 1000}, nil, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/transport/seal"
+	"github.com/tickwire/tickwire/transport/token"
 	"github.com/tickwire/tickwire/wire"
 )
 
@@ -169,6 +170,13 @@ type Peer struct {
 	// outboxBlocked: the drainOutbox round in which this peer's channel
 	// was full; its later outbox messages wait for the next round.
 	outboxBlocked uint64
+	// A session admitted with a connect token (server): its client id,
+	// and the token's Binding, which the replay guard records at the
+	// client's first datagram that opens (tokenPending until then).
+	hasToken     bool
+	tokenPending bool
+	clientID     uint64
+	tokenBind    token.Binding
 }
 
 // ID returns the peer id, 0..253. On a client it is the id the server

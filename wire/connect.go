@@ -30,7 +30,7 @@ type ConnectRequest struct {
 // the extended slice. It allocates only if dst lacks capacity.
 func AppendConnectRequest(dst []byte, r ConnectRequest) []byte {
 	dst = appendHelloPrefix(dst, KindConnectRequest, r.Version, r.Nonce)
-	dst = appendResume(dst, r.Resume, r.Cleartext, &r.Token)
+	dst = appendResume(dst, r.Resume, r.Cleartext, &r.Token, 0)
 	var pad [ConnectRequestLen - helloPrefixLen - 1 - TokenLen]byte
 	return append(dst, pad[:]...)
 }
@@ -50,7 +50,7 @@ func ParseConnectRequest(b []byte) (ConnectRequest, int, error) {
 	if len(b) < ConnectRequestLen {
 		return ConnectRequest{}, 0, ErrShort
 	}
-	resume, clear, token, err := parseResume(b[helloPrefixLen:])
+	resume, clear, token, _, err := parseResume(b[helloPrefixLen:], requestFlags)
 	if err != nil {
 		return ConnectRequest{}, 0, err
 	}
@@ -74,7 +74,12 @@ func ParseConnectRequest(b []byte) (ConnectRequest, int, error) {
 // SuiteAES128GCM or SuiteChaCha20Poly1305.
 //
 // The encoding is exactly ConnectResponseLen (120) bytes, zero-padded, so
-// it outweighs the Accept (109). It is a plain comparable value.
+// it outweighs the Accept (109) — unless it carries a connect token
+// (ConnectToken not nil, flag bit 2): then the token's bytes take the
+// place of the proof and the padding, from offset 85 to the end of the
+// datagram, 120 to MaxConnectResponseLen (561) bytes in all. A token and
+// a resume exclude each other (a resume re-keys from the old session's
+// secret and needs no token).
 type ConnectResponse struct {
 	Version   uint16
 	Nonce     uint64
@@ -85,6 +90,15 @@ type ConnectResponse struct {
 	Suite     uint8
 	Ephemeral PublicKey
 	Proof     [ResumeProofLen]byte
+	// ConnectToken is the sealed connect token the client presents
+	// (ConnectTokenMinLen to ConnectTokenMaxLen bytes; nil: none). Parse
+	// sets it to a window into its input; the encoder copies it.
+	ConnectToken []byte
+	// Unpinned (flag bit 3, only with a ConnectToken or a resume): the
+	// client pins no server key, so the key schedule leaves es out and the
+	// token's keys (or, for a resume, the session's secret) alone
+	// authenticate the server (docs/WIRE.md §9.8).
+	Unpinned bool
 }
 
 // Offsets inside a ConnectResponse.
@@ -99,15 +113,26 @@ const (
 	ConnectResponseProofOff = respProofOff
 )
 
-// AppendConnectResponse appends the 120-byte encoding of r to dst and
-// returns the extended slice. It allocates only if dst lacks capacity.
+// AppendConnectResponse appends the encoding of r to dst — 120 bytes, or
+// 85 plus the connect token's — and returns the extended slice. It
+// allocates only if dst lacks capacity.
 func AppendConnectResponse(dst []byte, r ConnectResponse) []byte {
+	var extra byte
+	if r.ConnectToken != nil {
+		extra |= helloFlagToken
+	}
+	if r.Unpinned {
+		extra |= helloFlagUnpinned
+	}
 	dst = appendHelloPrefix(dst, KindConnectResponse, r.Version, r.Nonce)
-	dst = appendResume(dst, r.Resume, r.Cleartext, &r.Token)
+	dst = appendResume(dst, r.Resume, r.Cleartext, &r.Token, extra)
 	dst = binary.LittleEndian.AppendUint32(dst, r.Cookie.Bucket)
 	dst = append(dst, r.Cookie.Tag[:]...)
 	dst = append(dst, r.Suite)
 	dst = append(dst, r.Ephemeral[:]...)
+	if r.ConnectToken != nil {
+		return append(dst, r.ConnectToken...)
+	}
 	dst = append(dst, r.Proof[:]...)
 	var pad [ConnectResponseLen - respPadOff]byte
 	return append(dst, pad[:]...)
@@ -116,7 +141,13 @@ func AppendConnectResponse(dst []byte, r ConnectResponse) []byte {
 // ParseConnectResponse decodes a ConnectResponse from the front of b and
 // returns it with n = ConnectResponseLen, with the errors of
 // ParseConnectRequest; besides, a suite other than the two defined, or a
-// proof without the resume flag, is ErrMalformed. It never allocates.
+// proof without the resume flag, is ErrMalformed. A ConnectResponse with
+// the token flag is the whole of b: ConnectToken is b[85:], a window into
+// b, of ConnectTokenMinLen to ConnectTokenMaxLen bytes (fewer ErrShort,
+// more ErrMalformed), and n = len(b); the token flag with the resume flag,
+// or the unpinned flag with neither, is ErrMalformed. The
+// token's own format is not checked here (package transport/token does).
+// It never allocates.
 func ParseConnectResponse(b []byte) (ConnectResponse, int, error) {
 	version, nonce, err := parseHelloPrefix(b, KindConnectResponse)
 	if err != nil {
@@ -125,18 +156,28 @@ func ParseConnectResponse(b []byte) (ConnectResponse, int, error) {
 	if len(b) < ConnectResponseLen {
 		return ConnectResponse{}, 0, ErrShort
 	}
-	resume, clear, token, err := parseResume(b[helloPrefixLen:])
+	resume, clear, token, flags, err := parseResume(b[helloPrefixLen:], responseFlags)
 	if err != nil {
 		return ConnectResponse{}, 0, err
 	}
-	if b[respSuiteOff] > SuiteChaCha20Poly1305 || !allZero(b[respPadOff:ConnectResponseLen]) ||
-		!resume && !allZero(b[respProofOff:respPadOff]) {
+	hasToken := flags&helloFlagToken != 0
+	unpinned := flags&helloFlagUnpinned != 0
+	switch {
+	case b[respSuiteOff] > SuiteChaCha20Poly1305, unpinned && !hasToken && !resume, hasToken && resume:
+		return ConnectResponse{}, 0, ErrMalformed
+	case hasToken && len(b) > MaxConnectResponseLen:
+		return ConnectResponse{}, 0, ErrMalformed
+	case !hasToken && (!allZero(b[respPadOff:ConnectResponseLen]) || !resume && !allZero(b[respProofOff:respPadOff])):
 		return ConnectResponse{}, 0, ErrMalformed
 	}
-	r := ConnectResponse{Version: version, Nonce: nonce, Resume: resume, Cleartext: clear, Token: token, Suite: b[respSuiteOff]}
+	r := ConnectResponse{Version: version, Nonce: nonce, Resume: resume, Cleartext: clear, Token: token, Suite: b[respSuiteOff], Unpinned: unpinned}
 	r.Cookie.Bucket = binary.LittleEndian.Uint32(b[respCookieOff:])
 	copy(r.Cookie.Tag[:], b[respCookieOff+4:respSuiteOff])
 	copy(r.Ephemeral[:], b[respKeyOff:respProofOff])
+	if hasToken {
+		r.ConnectToken = b[respProofOff:len(b):len(b)]
+		return r, len(b), nil
+	}
 	copy(r.Proof[:], b[respProofOff:respPadOff])
 	return r, ConnectResponseLen, nil
 }

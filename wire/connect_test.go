@@ -12,9 +12,47 @@ var (
 	}
 	connectResponseCodec = codec[ConnectResponse]{
 		app: AppendConnectResponse, parse: ParseConnectResponse,
-		size: func(ConnectResponse) int { return ConnectResponseLen },
+		size: connectResponseSize,
+	}
+	// tokenResponseCodec is the ConnectResponse carrying a connect token,
+	// which runs to the end of the datagram.
+	tokenResponseCodec = codec[ConnectResponse]{
+		app: AppendConnectResponse, parse: ParseConnectResponse,
+		size: connectResponseSize, whole: true,
 	}
 )
+
+func connectResponseSize(r ConnectResponse) int {
+	if r.ConnectToken != nil {
+		return ConnectResponseProofOff + len(r.ConnectToken)
+	}
+	return ConnectResponseLen
+}
+
+// randTokenResponse is a ConnectResponse with a connect token of a
+// random length in the wire's bounds.
+func randTokenResponse(r *rand.Rand) ConnectResponse {
+	c := randConnectResponse(r)
+	c.Resume, c.Token, c.Proof = false, Token{}, [16]byte{}
+	c.ConnectToken = make([]byte, ConnectTokenMinLen+r.IntN(ConnectTokenMaxLen-ConnectTokenMinLen+1))
+	for i := range c.ConnectToken {
+		c.ConnectToken[i] = byte(r.Uint32())
+	}
+	c.Unpinned = r.IntN(2) == 0
+	return c
+}
+
+func tokenResponseSamples() []ConnectResponse {
+	r := testRand(34)
+	s := []ConnectResponse{
+		{Version: ProtocolVersion, ConnectToken: make([]byte, ConnectTokenMinLen)},
+		{Version: ProtocolVersion, ConnectToken: make([]byte, ConnectTokenMaxLen), Unpinned: true},
+	}
+	for range 4 {
+		s = append(s, randTokenResponse(r))
+	}
+	return s
+}
 
 func randConnectRequest(r *rand.Rand) ConnectRequest {
 	c := ConnectRequest{Version: ProtocolVersion, Nonce: r.Uint64()}
@@ -127,7 +165,7 @@ func TestConnectResponse(t *testing.T) {
 	for _, c := range []struct {
 		at int
 		v  byte
-	}{{0, byte(KindConnectRequest)}, {15, 0x80}, {15, 0x04}, {31, 1}, {52, 2}, {85, 1}, {100, 1}, {101, 1}, {119, 1}} {
+	}{{0, byte(KindConnectRequest)}, {15, 0x80}, {15, 0x10}, {15, 0x08}, {15, 0x05}, {31, 1}, {52, 2}, {85, 1}, {100, 1}, {101, 1}, {119, 1}} {
 		b := append([]byte(nil), ok...)
 		b[c.at] = c.v
 		mustErr(t, "ParseConnectResponse", ParseConnectResponse, b, ErrMalformed)
@@ -160,8 +198,50 @@ func TestConnectResponseBytes(t *testing.T) {
 	if ConnectResponseProofOff != 85 || len(b) != 120 {
 		t.Fatal("proof offset or length moved")
 	}
-	if got, _, err := ParseConnectResponse(b); err != nil || got != r {
+	if got, _, err := ParseConnectResponse(b); err != nil || !connectResponseCodec.equal(got, r) {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// TestConnectResponseToken: with flag bit 2 the connect token takes the
+// place of the proof and the padding and runs to the end of the datagram
+// (docs/WIRE.md §9.4): 120 to 561 bytes, never with a resume.
+func TestConnectResponseToken(t *testing.T) {
+	for _, c := range tokenResponseSamples() {
+		tokenResponseCodec.roundTrip(t, c)
+	}
+	r := testRand(35)
+	for range 500 {
+		tokenResponseCodec.roundTrip(t, randTokenResponse(r))
+	}
+	tok := make([]byte, 149)
+	for i := range tok {
+		tok[i] = byte(i)
+	}
+	b := AppendConnectResponse(nil, ConnectResponse{Version: ProtocolVersion, Nonce: 1, ConnectToken: tok, Unpinned: true})
+	if len(b) != 85+149 || b[15] != 0x0c || b[85] != 0 || b[85+148] != 148 {
+		t.Fatalf("layout: %d bytes, flags %#x", len(b), b[15])
+	}
+	if MaxConnectResponseLen != 561 || MaxConnectResponseLen > 576 {
+		t.Fatalf("MaxConnectResponseLen %d", MaxConnectResponseLen)
+	}
+	// Shorter than 120 in all: short; longer than 561: malformed; with
+	// the resume flag: malformed.
+	mustErr(t, "ParseConnectResponse", ParseConnectResponse, b[:ConnectResponseLen-1], ErrShort)
+	long := AppendConnectResponse(nil, ConnectResponse{Version: ProtocolVersion, ConnectToken: make([]byte, ConnectTokenMaxLen+1)})
+	mustErr(t, "ParseConnectResponse", ParseConnectResponse, long, ErrMalformed)
+	res := append([]byte(nil), b...)
+	res[15] |= 0x01
+	mustErr(t, "ParseConnectResponse", ParseConnectResponse, res, ErrMalformed)
+	// An unpinned resume (of a token session) is fine.
+	if c, _, err := ParseConnectResponse(AppendConnectResponse(nil, ConnectResponse{Version: ProtocolVersion, Resume: true, Unpinned: true})); err != nil || !c.Unpinned {
+		t.Fatalf("unpinned resume: %+v %v", c, err)
+	}
+	// A ConnectRequest never carries the token or unpinned flags.
+	q := AppendConnectRequest(nil, ConnectRequest{Version: ProtocolVersion})
+	for _, f := range []byte{0x04, 0x08} {
+		q[15] = f
+		mustErr(t, "ParseConnectRequest", ParseConnectRequest, q, ErrMalformed)
 	}
 }
 
@@ -172,6 +252,7 @@ func seedsConnectRequest() [][]byte {
 
 func seedsConnectResponse() [][]byte {
 	s := encodeAll(connectResponseCodec, connectResponseSamples())
+	s = append(s, encodeAll(tokenResponseCodec, tokenResponseSamples())...)
 	return append(s, versionedPrefix(KindConnectResponse, 7, 1, ConnectResponseLen))
 }
 
@@ -192,8 +273,15 @@ func FuzzParseConnectResponse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		connectResponseCodec.fuzzCheck(t, b)
-		if c, _, err := ParseConnectResponse(b); err == nil && (c.Version != ProtocolVersion || (!c.Resume && c.Token != Token{})) {
+		if c, _, err := ParseConnectResponse(b); err == nil && c.ConnectToken != nil {
+			tokenResponseCodec.fuzzCheck(t, b)
+			if c.Resume || len(c.ConnectToken) < ConnectTokenMinLen || len(c.ConnectToken) > ConnectTokenMaxLen {
+				t.Fatalf("accepted %+v", c)
+			}
+		} else {
+			connectResponseCodec.fuzzCheck(t, b)
+		}
+		if c, _, err := ParseConnectResponse(b); err == nil && (c.Version != ProtocolVersion || (!c.Resume && c.Token != Token{}) || c.Unpinned && c.ConnectToken == nil && !c.Resume) {
 			t.Fatalf("accepted %+v", c)
 		}
 	})

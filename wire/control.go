@@ -51,6 +51,10 @@ const (
 	// DisconnectStalled: a reliable stream held messages and made no
 	// progress for the channel's stall time-out.
 	DisconnectStalled DisconnectReason = 8
+	// DisconnectTokenRefused: the server could not bind the session's
+	// connect token at the client's first datagram (it expired, the replay
+	// guard filled up), or another session bound the same token first.
+	DisconnectTokenRefused DisconnectReason = 9
 )
 
 var disconnectReasonNames = [...]string{
@@ -63,6 +67,7 @@ var disconnectReasonNames = [...]string{
 	DisconnectSuperseded:    "superseded",
 	DisconnectIncompatible:  "incompatible limits",
 	DisconnectStalled:       "stalled",
+	DisconnectTokenRefused:  "connect token refused",
 }
 
 // String returns the reason's name, or "DisconnectReason(N)" for an

@@ -60,7 +60,7 @@ func fuzzTargets() map[string]fuzzTarget {
 		"FuzzParseActionSlice":       {seedsActionSlice, erase(actionSliceCodec), false},
 		"FuzzParseConnectRequest":    {seedsConnectRequest, erase(connectRequestCodec), false},
 		"FuzzParseChallenge":         {seedsChallenge, erase(challengeCodec), false},
-		"FuzzParseConnectResponse":   {seedsConnectResponse, erase(connectResponseCodec), false},
+		"FuzzParseConnectResponse":   {seedsConnectResponse, erase(connectResponseCodec), true}, // whole: a token runs to the end
 		"FuzzParseAccept":            {seedsAccept, erase(acceptCodec), false},
 		"FuzzParseAcceptBody":        {seedsAcceptBody, erase(acceptBodyCodec), false},
 		"FuzzParseReject":            {seedsReject, erase(rejectCodec), false},

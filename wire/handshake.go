@@ -73,8 +73,12 @@ const (
 	ConnectRequestLen  = 64
 	ChallengeLen       = 29
 	ConnectResponseLen = 120
-	AcceptLen          = 109
-	RejectLen          = 10
+	// MaxConnectResponseLen is the largest ConnectResponse: one carrying
+	// a connect token of ConnectTokenMaxLen bytes (85 + 476 = 561), within
+	// the 576-byte minimum MTU.
+	MaxConnectResponseLen = ConnectResponseProofOff + ConnectTokenMaxLen
+	AcceptLen             = 109
+	RejectLen             = 10
 	// AcceptBodyLen is the plaintext of Accept's sealed body (AcceptBody);
 	// AcceptSealedLen that body sealed, with its 16-byte AEAD tag.
 	AcceptBodyLen   = 36
@@ -86,6 +90,17 @@ const (
 	AcceptHeaderLen = 1 + 8 + PublicKeyLen + ServerRandomLen
 )
 
+// Sizes of the sealed connect token a ConnectResponse carries (flag bit
+// 2; docs/WIRE.md §9.4, §14.2). The wire checks only these bounds; the
+// transport's token verifier checks the token (package transport/token:
+// MinSealedLen 149 to MaxSealedLen 476). ConnectTokenMinLen keeps the
+// message at least ConnectResponseLen long, so it still outweighs any
+// reply: a shorter token part is ErrShort here, a longer one ErrMalformed.
+const (
+	ConnectTokenMinLen = ConnectResponseLen - ConnectResponseProofOff // 35
+	ConnectTokenMaxLen = 476
+)
+
 // helloPrefixLen is the part of ConnectRequest and ConnectResponse every
 // protocol version keeps in place: kind, magic, version, nonce.
 const helloPrefixLen = 15
@@ -94,7 +109,17 @@ const helloPrefixLen = 15
 const (
 	helloFlagResume    = 0x01 // Token holds a resume token
 	helloFlagCleartext = 0x02 // the client asks for cleartext sessions (insecure mode)
-	helloFlagReserved  = 0xFC // must be zero
+	// helloFlagToken (ConnectResponse only): a sealed connect token
+	// follows the ephemeral key, in place of the resume proof.
+	helloFlagToken = 0x04
+	// helloFlagUnpinned (ConnectResponse only, with helloFlagToken or
+	// helloFlagResume): the client pins no server key; the key schedule
+	// omits es.
+	helloFlagUnpinned = 0x08
+	// Flags a ConnectRequest may set, and a ConnectResponse; the rest are
+	// reserved, must be zero.
+	requestFlags  = helloFlagResume | helloFlagCleartext
+	responseFlags = requestFlags | helloFlagToken | helloFlagUnpinned
 )
 
 // appendHelloPrefix appends kind, magic, version and nonce.
@@ -131,10 +156,11 @@ func parseHelloPrefix(b []byte, k PacketKind) (version uint16, nonce uint64, err
 	return version, nonce, nil
 }
 
-// appendResume appends the flags byte and the token field: the token when
-// resume is set, zeros otherwise.
-func appendResume(dst []byte, resume, cleartext bool, t *Token) []byte {
-	var flags byte
+// appendResume appends the flags byte (with extra, the ConnectResponse's
+// further bits, or'ed in) and the token field: the token when resume is
+// set, zeros otherwise.
+func appendResume(dst []byte, resume, cleartext bool, t *Token, extra byte) []byte {
+	flags := extra
 	if cleartext {
 		flags |= helloFlagCleartext
 	}
@@ -148,18 +174,19 @@ func appendResume(dst []byte, resume, cleartext bool, t *Token) []byte {
 }
 
 // parseResume reads the flags byte and token field at b[0:17]; the caller
-// has checked the length. An absent token must be all zeros.
-func parseResume(b []byte) (resume, cleartext bool, t Token, err error) {
-	flags := b[0]
-	if flags&helloFlagReserved != 0 {
-		return false, false, Token{}, ErrMalformed
+// has checked the length. A flag outside allowed, or an absent token that
+// is not all zeros, is ErrMalformed. flags is the whole byte.
+func parseResume(b []byte, allowed byte) (resume, cleartext bool, t Token, flags byte, err error) {
+	flags = b[0]
+	if flags&^allowed != 0 {
+		return false, false, Token{}, 0, ErrMalformed
 	}
 	copy(t[:], b[1:1+TokenLen])
 	resume = flags&helloFlagResume != 0
 	if !resume && t != (Token{}) {
-		return false, false, Token{}, ErrMalformed
+		return false, false, Token{}, 0, ErrMalformed
 	}
-	return resume, flags&helloFlagCleartext != 0, t, nil
+	return resume, flags&helloFlagCleartext != 0, t, flags, nil
 }
 
 // allZero reports whether every byte of b is zero.

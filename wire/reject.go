@@ -29,7 +29,43 @@ const (
 	// RejectHandshake: the key exchange failed (a client ephemeral key
 	// of low order) or a resume's proof did not verify.
 	RejectHandshake RejectReason = 10
+
+	// Refusals of a connect token (docs/WIRE.md §9.6, §14), sent only
+	// after the cookie verified. Not to be confused with
+	// RejectUnknownToken and RejectExpiredToken, which concern a resume's
+	// session token.
+	RejectTokenMalformed    RejectReason = 11 // the sealed token does not parse: truncated, bad length, unknown version
+	RejectTokenExpired      RejectReason = 12 // the connect token's expiry has passed on the server's clock
+	RejectTokenProtocol     RejectReason = 13 // the token was issued for another protocol id
+	RejectTokenWrongKey     RejectReason = 14 // sealed under a fleet key this server does not hold (or it holds none)
+	RejectTokenTampered     RejectReason = 15 // the token's AEAD tag does not verify
+	RejectTokenNotForServer RejectReason = 16 // the token names other servers
+	RejectTokenBound        RejectReason = 17 // the token is bound to another client address
+	RejectTokenGuardFull    RejectReason = 18 // the server's replay guard holds no free slot
+	RejectTokenRequired     RejectReason = 19 // the server admits only clients with a connect token
+	RejectTokenLifetime     RejectReason = 20 // the token expires further ahead than the server admits
+
+	// RejectAppBase is the first of the application's reasons: a Reject
+	// reason of RejectAppBase + c (128 to 255) says the server's admission
+	// hook refused the client with code c, 0 to 127 (AppCode).
+	RejectAppBase RejectReason = 128
 )
+
+// MaxAppCode is the largest application refusal code a Reject carries.
+const MaxAppCode = 127
+
+// RejectApp returns the reason carrying application code c; a code above
+// MaxAppCode is sent as MaxAppCode.
+func RejectApp(c uint8) RejectReason { return RejectAppBase + RejectReason(min(c, MaxAppCode)) }
+
+// AppCode returns the application's code of a reason of RejectAppBase and
+// above, and false for the protocol's reasons.
+func (r RejectReason) AppCode() (uint8, bool) {
+	if r >= RejectAppBase {
+		return uint8(r - RejectAppBase), true
+	}
+	return 0, false
+}
 
 var rejectReasonNames = [...]string{
 	RejectUnspecified:     "unspecified",
@@ -43,13 +79,28 @@ var rejectReasonNames = [...]string{
 	RejectShuttingDown:    "shutting down",
 	RejectCleartext:       "cleartext mismatch",
 	RejectHandshake:       "handshake failed",
+
+	RejectTokenMalformed:    "connect token malformed",
+	RejectTokenExpired:      "connect token expired",
+	RejectTokenProtocol:     "connect token for another protocol",
+	RejectTokenWrongKey:     "connect token under another fleet key",
+	RejectTokenTampered:     "connect token tampered",
+	RejectTokenNotForServer: "connect token not for this server",
+	RejectTokenBound:        "connect token bound to another address",
+	RejectTokenGuardFull:    "connect token guard full",
+	RejectTokenRequired:     "connect token required",
+	RejectTokenLifetime:     "connect token lifetime too long",
 }
 
-// String returns the reason's name, or "RejectReason(N)" for an unnamed
-// value (which allocates).
+// String returns the reason's name, "refused by the application (code
+// N)" for an application's reason, or "RejectReason(N)" for an unnamed
+// value (both allocate).
 func (r RejectReason) String() string {
 	if int(r) < len(rejectReasonNames) {
 		return rejectReasonNames[r]
+	}
+	if c, ok := r.AppCode(); ok {
+		return "refused by the application (code " + strconv.Itoa(int(c)) + ")"
 	}
 	return "RejectReason(" + strconv.Itoa(int(r)) + ")"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ecdh"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,12 +14,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tickwire/tickwire/bench"
 	"github.com/tickwire/tickwire/transport"
 	"github.com/tickwire/tickwire/transport/simlink"
+	"github.com/tickwire/tickwire/transport/token"
 )
 
 // defaultConnectTimeout is the client's --connect-timeout default.
@@ -82,6 +85,8 @@ func untilDone(ctx context.Context, d time.Duration) (context.Context, context.C
 func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		listen, tname, profile, certOut, keyIn string
+		tokenKey, tokenAddr                    string
+		protocolID                             uint64
 		mtu                                    int
 		duration                               time.Duration
 		prof                                   profileFlags
@@ -94,6 +99,12 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&mtu, "mtu", bench.DefaultMTU, "largest datagram the server sends [576, 1472] (a tickwire client adopts it)")
 	fs.DurationVar(&duration, "duration", 0, "serve this long, then exit (0: until interrupted)")
 	fs.StringVar(&keyIn, "key", "", "tickwire: the server's static X25519 private key, 64 hex digits or tickwire keygen --x25519 output, from `FILE` (default: a fresh key; either way the public key is printed to stderr for the clients' --server-key)")
+	fs.StringVar(&tokenKey, "token-key", "", "tickwire: admit only clients with a connect token sealed under the fleet key in `FILE` (what tickwire keygen prints; tickwire token issues the tokens)")
+	fs.Func("protocol-id", "tickwire, with --token-key: the game's protocol `id` the tokens name, decimal or 0x-hex (default 0, as tickwire token's)", func(s string) (err error) {
+		protocolID, err = strconv.ParseUint(s, 0, 64)
+		return err
+	})
+	fs.StringVar(&tokenAddr, "token-addr", "", "tickwire, with --token-key: this server's `ADDR` as the tokens name it (default: the address it listens on, which must then not be 0.0.0.0 or [::])")
 	fs.StringVar(&certOut, "cert", "", "quic: write the server's self-signed certificate (PEM) to `FILE`, for the clients' --cert (default: a file in the temporary directory, named on stderr)")
 	prof.declare(fs)
 	fs.Usage = func() {
@@ -119,6 +130,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if err == nil && keyIn != "" {
 		cfg.PrivateKey, err = readPrivateKey(keyIn)
+	}
+	if err == nil && tokenKey != "" {
+		cfg.Tokens, err = tokenConfig(tokenKey, tokenAddr, protocolID)
+	} else if err == nil && tokenAddr != "" {
+		err = fmt.Errorf("--token-addr needs --token-key")
 	}
 	if err == nil {
 		err = cfg.Validate()
@@ -172,11 +188,11 @@ func runServer(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // another process.
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
-		connect, tname, profile, jsonOut, certIn, keyHex string
-		count, size, mtu                                 int
-		rate                                             float64
-		drain, timeout                                   time.Duration
-		prof                                             profileFlags
+		connect, tname, profile, jsonOut, certIn, keyHex, tokenText string
+		count, size, mtu                                            int
+		rate                                                        float64
+		drain, timeout                                              time.Duration
+		prof                                                        profileFlags
 	)
 	fs := flag.NewFlagSet("tickwire client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -191,6 +207,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.DurationVar(&timeout, "connect-timeout", defaultConnectTimeout, "give up when the server has not answered after this long")
 	fs.StringVar(&jsonOut, "json", "", "write the JSON result (one object) to `FILE`, or to stdout instead of the table with -")
 	fs.StringVar(&keyHex, "server-key", "", "tickwire: the server's X25519 public `KEY`, 64 hex digits, as `tickwire server` prints it (required for tickwire)")
+	fs.StringVar(&tokenText, "token", "", "tickwire: the connect `TOKEN` to present, as tickwire token prints it (base64url or hex); with it --server-key is optional")
 	fs.StringVar(&certIn, "cert", "", "quic: the server's certificate (PEM, the file its --cert names) to verify it against (required for quic)")
 	prof.declare(fs)
 	fs.Usage = func() {
@@ -214,11 +231,15 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err == nil {
 		err = checkClientFlags(profile, tname, count, rate, size, mtu, drain, timeout)
 	}
+	if err == nil && tname == bench.Tickwire && tokenText != "" {
+		s.Token, err = parseToken(tokenText)
+	}
 	if err == nil && tname == bench.Tickwire {
-		if keyHex == "" {
-			err = fmt.Errorf("--transport tickwire needs --server-key KEY, the public key the server prints")
-		} else {
+		switch {
+		case keyHex != "":
 			s.ServerKey, err = parsePublicKey(keyHex)
+		case s.Token == nil:
+			err = fmt.Errorf("--transport tickwire needs --server-key KEY, the public key the server prints, or --token TOKEN")
 		}
 	}
 	if err == nil && isQUIC(tname) {
@@ -264,6 +285,48 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		code = exitFailed
 	}
 	return code
+}
+
+// tokenConfig is a server's connect-token admission from its flags: the
+// fleet key in keyFile, the address tokens name (addr; "" for the listen
+// address) and the protocol id; tokens are required.
+func tokenConfig(keyFile, addr string, protocolID uint64) (transport.TokenConfig, error) {
+	var c transport.TokenConfig
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		return c, fmt.Errorf("--token-key: %v", err)
+	}
+	k, err := token.ParseKey(string(b))
+	if err != nil {
+		return c, fmt.Errorf("--token-key %s: %v", keyFile, err)
+	}
+	if c.Verifier, err = token.NewVerifier(protocolID, k); err != nil {
+		return c, fmt.Errorf("--token-key: %v", err)
+	}
+	if addr != "" {
+		if c.Addr, err = netip.ParseAddrPort(addr); err != nil {
+			return c, fmt.Errorf("--token-addr %q: want IP:PORT (%v)", addr, err)
+		}
+	}
+	c.Required = true
+	return c, nil
+}
+
+// parseToken decodes a public connect token as `tickwire token` prints
+// it: base64url (unpadded) or, failing that, hex.
+func parseToken(s string) (*token.Token, error) {
+	s = strings.TrimSpace(s)
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		if b, err = hex.DecodeString(s); err != nil {
+			return nil, fmt.Errorf("--token: neither base64url nor hex")
+		}
+	}
+	var t token.Token
+	if err := t.UnmarshalBinary(b); err != nil {
+		return nil, fmt.Errorf("--token: %v", err)
+	}
+	return &t, nil
 }
 
 // parsePublicKey reads an X25519 public key written as 64 hex digits,

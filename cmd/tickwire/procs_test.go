@@ -403,3 +403,52 @@ func TestServerKeyFile(t *testing.T) {
 		t.Fatal("a 1.5-byte public key parsed")
 	}
 }
+
+// TestServerClientToken: `tickwire server --token-key` admits only clients
+// with a token that `tickwire token` issued for it under that fleet key:
+// a client with --token (and no --server-key) runs its echo row, one with
+// only --server-key is refused (exit 1, the reason on stderr).
+func TestServerClientToken(t *testing.T) {
+	dir := t.TempDir()
+	var keyOut, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"keygen"}, &keyOut, &errOut); code != exitOK {
+		t.Fatalf("keygen: exit %d: %s", code, errOut.String())
+	}
+	keyFile := filepath.Join(dir, "fleet.key")
+	if err := os.WriteFile(keyFile, keyOut.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv := startRun(ctx, "server", "--listen", "127.0.0.1:0", "--token-key", keyFile, "--protocol-id", "0x77", "--duration", "4s")
+	addr := waitAddr(t, "server", &srv.stderr)
+
+	var tokOut bytes.Buffer
+	errOut.Reset()
+	if code := run(ctx, []string{"token", "--key", keyFile, "--protocol-id", "0x77", "--client-id", "5", "--server", addr, "--expire", "60s"}, &tokOut, &errOut); code != exitOK {
+		t.Fatalf("token: exit %d: %s", code, errOut.String())
+	}
+	var out, cerr bytes.Buffer
+	if code := run(ctx, []string{"client", "--connect", addr, "--token", strings.TrimSpace(tokOut.String()), "--count", "20", "--rate", "200", "--json", "-"}, &out, &cerr); code != exitOK {
+		t.Fatalf("token client: exit %d: %s", code, cerr.String())
+	}
+	checkClientJSON(t, out.Bytes(), "tickwire", 20)
+
+	out.Reset()
+	cerr.Reset()
+	key := serverKey(t, &srv.stderr)
+	if code := run(ctx, []string{"client", "--connect", addr, "--server-key", key, "--count", "5", "--connect-timeout", "2s"}, &out, &cerr); code != exitFailed ||
+		!strings.Contains(cerr.String(), "connect token required") {
+		t.Fatalf("client without a token: exit %d: %s", code, cerr.String())
+	}
+	if code := srv.exit(t, "server"); code != exitOK {
+		t.Fatalf("server: exit %d: %s", code, srv.stderr.String())
+	}
+	if _, err := parseToken("!!"); err == nil {
+		t.Fatal("a junk token parsed")
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"server", "--listen", "127.0.0.1:0", "--token-addr", addr}, &out, &errOut); code != exitUsage {
+		t.Fatalf("--token-addr without --token-key: exit %d", code)
+	}
+}

@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"transport/simlink":           {"transport/socket"},
 	"transport/seal":              {"golang.org/x/crypto/"},
 	"transport/token":             {"golang.org/x/crypto/"},
-	"transport":                   {"wire", "ackmap", "transport/fragment", "transport/socket", "transport/seal"},
+	"transport":                   {"wire", "ackmap", "transport/fragment", "transport/socket", "transport/seal", "transport/token"},
 	"rollback":                    {"wire", "github.com/klauspost/compress/"},
 	"rollback/link":               {"rollback", "transport", "wire", "github.com/klauspost/compress/"},
 }

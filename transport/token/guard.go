@@ -113,9 +113,45 @@ func NewReplayGuard(cfg GuardConfig) (*ReplayGuard, error) {
 // O(log n); no allocation (TestGuardNoAllocs) except the error on a
 // refusal.
 func (g *ReplayGuard) Admit(p *Private, from netip.AddrPort, now time.Time) error {
+	return g.admit(p.Binding(), from, now, true)
+}
+
+// Binding is what a ReplayGuard needs of a token that verified: its
+// identity (the tag), client id and expiry, 32 bytes and no key material,
+// so a server can keep it per pending session and bind the token later
+// (AdmitBinding) without keeping the Private. Private.Binding returns it.
+type Binding struct {
+	tag      [TagLen]byte
+	clientID uint64
+	expires  int64
+}
+
+// Binding returns the token's Binding (zero for a Private that holds no
+// token).
+func (p *Private) Binding() Binding {
+	return Binding{tag: p.tag, clientID: p.ClientID, expires: p.Expires.Unix()}
+}
+
+// AdmitBinding is Admit for a token's Binding: the same checks, the same
+// errors, the same record.
+func (g *ReplayGuard) AdmitBinding(b Binding, from netip.AddrPort, now time.Time) error {
+	return g.admit(b, from, now, true)
+}
+
+// Check reports what Admit would for the token b from the address from at
+// now — nil, ErrBoundElsewhere, ErrExpired, ErrLifetime or ErrGuardFull —
+// without recording anything: a server checks at the handshake and binds
+// once the client has proved it holds the token's keys. It expires old
+// entries as Admit does, and allocates only the error of a refusal.
+func (g *ReplayGuard) Check(b Binding, from netip.AddrPort, now time.Time) error {
+	return g.admit(b, from, now, false)
+}
+
+// admit is Admit, AdmitBinding (record) and Check (not).
+func (g *ReplayGuard) admit(b Binding, from netip.AddrPort, now time.Time, record bool) error {
 	t := now.Unix()
 	g.expire(t)
-	exp := p.Expires.Unix()
+	exp := b.expires
 	if t >= exp {
 		return fmt.Errorf("%w: token expired %d s ago", ErrExpired, t-exp)
 	}
@@ -123,15 +159,18 @@ func (g *ReplayGuard) Admit(p *Private, from netip.AddrPort, now time.Time) erro
 		return fmt.Errorf("%w: the token expires in %d s, the guard admits at most %d s ahead", ErrLifetime, exp-t, limit)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	if e, ok := g.entries[p.tag]; ok {
+	if e, ok := g.entries[b.tag]; ok {
 		if e.from != from {
 			return fmt.Errorf("%w: bound to %v until it expires in %d s, now used from %v", ErrBoundElsewhere, e.from, e.expires-t, from)
 		}
 		return nil
 	}
-	old, replacing := g.byClient[p.ClientID]
+	old, replacing := g.byClient[b.clientID]
 	if !replacing && len(g.entries) >= g.cfg.Capacity {
 		return fmt.Errorf("%w: %d unexpired tokens admitted, the soonest expires in %d s", ErrGuardFull, len(g.entries), g.byTime[0].expires-t)
+	}
+	if !record {
+		return nil
 	}
 	if replacing {
 		delete(g.entries, old) // its heap item stays, skipped when it pops
@@ -139,9 +178,9 @@ func (g *ReplayGuard) Admit(p *Private, from netip.AddrPort, now time.Time) erro
 	if len(g.byTime) >= 2*g.cfg.Capacity {
 		g.compact()
 	}
-	g.entries[p.tag] = guardEntry{from: from, expires: exp, clientID: p.ClientID}
-	g.byClient[p.ClientID] = p.tag
-	g.byTime.push(expiryItem{expires: exp, tag: p.tag})
+	g.entries[b.tag] = guardEntry{from: from, expires: exp, clientID: b.clientID}
+	g.byClient[b.clientID] = b.tag
+	g.byTime.push(expiryItem{expires: exp, tag: b.tag})
 	return nil
 }
 

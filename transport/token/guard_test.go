@@ -169,3 +169,42 @@ func TestGuardOneSlotPerClient(t *testing.T) {
 		t.Fatalf("negative lifetime: %v", err)
 	}
 }
+
+// TestGuardCheck: Check answers as Admit would and records nothing;
+// AdmitBinding binds as Admit does (the late bind of a handshake).
+func TestGuardCheck(t *testing.T) {
+	v := mustVerifier(t, baseParams().ProtocolID, testKey())
+	g, err := NewReplayGuard(GuardConfig{Capacity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, other := openedAt(t, v, t0.Add(time.Minute), 1), openedAt(t, v, t0.Add(time.Minute), 2)
+	a := netip.MustParseAddrPort("198.51.100.7:5000")
+	b := netip.MustParseAddrPort("203.0.113.9:5000")
+	for range 3 {
+		if err := g.Check(tok.Binding(), b, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Len() != 0 {
+		t.Fatalf("Check recorded %d entries", g.Len())
+	}
+	if err := g.AdmitBinding(tok.Binding(), a, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(tok.Binding(), a, t0); err != nil {
+		t.Fatalf("the owner: %v", err)
+	}
+	if err := g.Check(tok.Binding(), b, t0); !errors.Is(err, ErrBoundElsewhere) {
+		t.Fatalf("another address: %v", err)
+	}
+	if err := g.Check(other.Binding(), b, t0); !errors.Is(err, ErrGuardFull) {
+		t.Fatalf("a full guard: %v", err)
+	}
+	if err := g.Check(tok.Binding(), a, t0.Add(time.Minute)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired: %v", err)
+	}
+	if (&Private{}).Binding() != (Binding{expires: time.Time{}.Unix()}) {
+		t.Fatal("an empty Private's Binding")
+	}
+}
