@@ -50,17 +50,7 @@ func handshakeExample(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := transcript(resp, hdr)
-	secret, err := seal.DeriveSecret(ikm, a.ServerRandom[:], th[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := wire.AcceptBody{PeerID: 3, Token: wire.Token{0: 0xc0, 15: 0xcf}}
-	limitsOf(Config{}).announce(&body)
-	if err := sealAcceptBody(&secret, hdr, wire.AppendAcceptBody(nil, body), &a.Body); err != nil {
-		t.Fatal(err)
-	}
-	accept := wire.AppendAccept(nil, a)
+	th, secret, accept := workedAccept(t, ikm, resp, hdr, &a)
 
 	// The client's side agrees.
 	dhC, err := staticDH(ec, s.PublicKey().Bytes())
@@ -197,17 +187,7 @@ func tokenHandshakeExample(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := transcript(resp, hdr)
-	secret, err := seal.DeriveSecret(ikm, a.ServerRandom[:], th[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := wire.AcceptBody{PeerID: 3, Token: wire.Token{0: 0xc0, 15: 0xcf}}
-	limitsOf(Config{}).announce(&body)
-	if err := sealAcceptBody(&secret, hdr, wire.AppendAcceptBody(nil, body), &a.Body); err != nil {
-		t.Fatal(err)
-	}
-	accept := wire.AppendAccept(nil, a)
+	th, secret, accept := workedAccept(t, ikm, resp, hdr, &a)
 
 	// The client's side agrees, from its public token's keys.
 	ckm := tok.KeyMaterial()
@@ -255,3 +235,22 @@ func TestTokenHandshakeWorkedExample(t *testing.T) {
 // TestPrintTokenHandshakeExample prints the example of §9.10 (go test -run
 // TestPrintTokenHandshakeExample -v), for the document.
 func TestPrintTokenHandshakeExample(t *testing.T) { t.Log("\n" + tokenHandshakeExample(t)) }
+
+// workedAccept is the server's last step in both worked examples: the
+// transcript of resp and the Accept header hdr, the session secret from
+// ikm, and the Accept a with the example's body (peer 3, token c0…cf, the
+// default limits) sealed into it, as bytes.
+func workedAccept(t testing.TB, ikm, resp, hdr []byte, a *wire.Accept) ([32]byte, seal.Secret, []byte) {
+	t.Helper()
+	th := transcript(resp, hdr)
+	secret, err := seal.DeriveSecret(ikm, a.ServerRandom[:], th[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := wire.AcceptBody{PeerID: 3, Token: wire.Token{0: 0xc0, 15: 0xcf}}
+	limitsOf(Config{}).announce(&body)
+	if err := sealAcceptBody(&secret, hdr, wire.AppendAcceptBody(nil, body), &a.Body); err != nil {
+		t.Fatal(err)
+	}
+	return th, secret, wire.AppendAccept(nil, *a)
+}
