@@ -139,12 +139,15 @@ type SendStats struct {
 	LossRate         float64 // exponentially weighted (gain 1/64) fraction of verdicts that were losses
 
 	// LinkLoss estimates the link's real loss: the exponentially weighted
-	// (gain 1/32) fraction of verdicts that were losses, with each loss a
+	// (gain 1/256) fraction of verdicts that were losses, with each loss a
 	// later ack header showed spurious (SpuriousLosses) taken back exactly
 	// — as if that verdict had been an ack. On a lossless link that
 	// reorders or delays acks it returns to 0 within a round trip of each
 	// spurious verdict, where LossRate keeps the spurious ones. One real
-	// loss lifts it by about 1/32. SendTracker.LinkLoss reads it alone.
+	// loss lifts it by about 1/256: slow enough that on a link losing 1 %
+	// it stays near 1 % between losses instead of decaying to nothing, so
+	// a consumer switching on a threshold stays on. SendTracker.LinkLoss
+	// reads it alone.
 	LinkLoss float64
 	// PeerAckDelay is the largest ack delay the peer reported recently
 	// (OnAckDelayed), decaying by an eighth per header: it is added to
@@ -355,7 +358,7 @@ type SendTracker struct {
 }
 
 // linkLossGain is the gain of the LinkLoss estimate per verdict.
-const linkLossGain = 1.0 / 32
+const linkLossGain = 1.0 / 256
 
 // NewSendTracker returns a tracker whose first seq is first. Pick first at
 // random per session (it costs nothing and makes blind injection harder).

@@ -869,7 +869,9 @@ func (c *Channel) flushRedundant() {
 // ride (as many as the estimate calls for, at least one), since a loss
 // early in a session — when the estimate knows nothing — would otherwise
 // cost a loss verdict's round trip, and every ordered message behind it
-// with it. One over the estimate's gain: about half a second at 60 Hz.
+// with it. About half a second at 60 Hz; the estimate, whose gain is
+// 1/256, then still underweights what it saw, but one loss among those
+// verdicts is enough to keep copies on.
 const redundancyWarmup = 32
 
 // redundancyOn reports whether redundant copies may ride now

@@ -82,11 +82,15 @@ const (
 // most copies of one message it sends.
 const (
 	// RedundancyOnAbove: at or above it copies ride. One loss verdict
-	// lifts the estimate to about 1/32, above it.
-	RedundancyOnAbove = 0.01
+	// lifts the estimate by about 1/256 (0.39 %), above it.
+	RedundancyOnAbove = 0.003
 	// RedundancyOffBelow: once copies ride, they stop only below it (about
-	// 60 verdicts after a lone loss).
-	RedundancyOffBelow = 0.005
+	// 250 verdicts, two seconds at 60 Hz each way, after a lone loss): on a
+	// link losing 1 % the estimate stays above it and copies keep riding,
+	// where a faster estimate let them stop between losses and the next
+	// loss then cost a verdict's round trip (echo p99 at 1 % loss 104 ms
+	// against 73 ms, for 298 against 329 bytes per message).
+	RedundancyOffBelow = 0.0015
 	// MaxCopies caps the copies of one transmission.
 	MaxCopies = 8
 )
