@@ -68,15 +68,7 @@ func handshakeExample(t testing.TB) string {
 	proof := resumeProof(&secret, resp)
 
 	var sb strings.Builder
-	line := func(name string, b []byte) {
-		for i := 0; i < len(b); i += 16 {
-			label := ""
-			if i == 0 {
-				label = name
-			}
-			fmt.Fprintf(&sb, "%-18s% x\n", label, b[i:min(i+16, len(b))])
-		}
-	}
+	line := func(name string, b []byte) { hexLines(&sb, name, b) }
 	line("s (server static)", bytes.Repeat([]byte{0x11}, 32))
 	line("S = pub(s)", s.PublicKey().Bytes())
 	line("e_c", bytes.Repeat([]byte{0x22}, 32))
@@ -201,15 +193,7 @@ func tokenHandshakeExample(t testing.TB) string {
 	}
 
 	var sb strings.Builder
-	line := func(name string, b []byte) {
-		for i := 0; i < len(b); i += 16 {
-			label := ""
-			if i == 0 {
-				label = name
-			}
-			fmt.Fprintf(&sb, "%-18s% x\n", label, b[i:min(i+16, len(b))])
-		}
-	}
+	line := func(name string, b []byte) { hexLines(&sb, name, b) }
 	line("ikm = ee ‖ keys", ikm)
 	line("transcript", th[:])
 	line("secret", secret[:])
@@ -253,4 +237,16 @@ func workedAccept(t testing.TB, ikm, resp, hdr []byte, a *wire.Accept) ([32]byte
 		t.Fatal(err)
 	}
 	return th, secret, wire.AppendAccept(nil, *a)
+}
+
+// hexLines writes b to sb as the worked examples of docs/WIRE.md §9 show
+// a value: 16 bytes a line, name on the first.
+func hexLines(sb *strings.Builder, name string, b []byte) {
+	for i := 0; i < len(b); i += 16 {
+		label := ""
+		if i == 0 {
+			label = name
+		}
+		fmt.Fprintf(sb, "%-18s% x\n", label, b[i:min(i+16, len(b))])
+	}
 }

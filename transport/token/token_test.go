@@ -95,9 +95,7 @@ func TestEveryBitFlipFails(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%d-byte token: flipping bit %d (byte %d) still opens", len(b), bit, bit/8)
 			}
-			q := priv
-			q.err = OpenError{}
-			if priv.err.Reason == nil || q != (Private{}) {
+			if priv.err.Reason == nil || !wiped(&priv) {
 				t.Fatalf("a refused Open left data in the Private, or no reason")
 			}
 			reasons[sentinelName(err)]++
@@ -442,9 +440,7 @@ func TestRefusalWipes(t *testing.T) {
 	if err := v.Open(tok.Sealed[:10], t0, &priv); !errors.Is(err, ErrShort) {
 		t.Fatal(err)
 	}
-	q := priv
-	q.err = OpenError{}
-	if q != (Private{}) {
+	if !wiped(&priv) {
 		t.Fatal("a refusal after an accepted token left its data")
 	}
 	var zero Private
@@ -514,9 +510,7 @@ func TestRefusalWipesUnparsedPrivate(t *testing.T) {
 	if err := v.Open(sealed, t0, &priv); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a private part without addresses: %v, want ErrMalformed", err)
 	}
-	q := priv
-	q.err = OpenError{}
-	if q != (Private{}) {
+	if !wiped(&priv) {
 		t.Fatalf("the refused private part stayed in the Private: client id %d, keys set %v", priv.ClientID, priv.ClientKey != SessionKey{})
 	}
 	if err := v.Open(tok.Sealed, time.Time{}, &priv); !errors.Is(err, ErrInvalidParams) || !strings.Contains(err.Error(), "clock is not set") {
@@ -548,4 +542,11 @@ func TestKeysPrintRedacted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// wiped reports whether p holds nothing but its last refusal.
+func wiped(p *Private) bool {
+	q := *p
+	q.err = OpenError{}
+	return q == Private{}
 }
