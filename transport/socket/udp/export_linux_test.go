@@ -1,6 +1,10 @@
 package udp
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // Queued returns the length of the datagram at the head of c's kernel
 // receive queue (SIOCINQ): 0 when the queue is empty. Tests poll it to
@@ -24,3 +28,10 @@ func TimerArms(c *Conn) uint64 { return c.w.arms }
 
 // RearmEarly is how far before a Wait's deadline a kept timer may fire.
 const RearmEarly = rearmEarly
+
+// SetWaitClock replaces the clock c's Waits compare deadlines on (the time
+// since a fixed origin); the timer itself stays real. A frozen clock makes
+// repeated Waits with one timeout ask for the same deadline however long
+// the test goroutine was descheduled between them. Call it on the goroutine
+// that Waits.
+func SetWaitClock(c *Conn, since func() time.Duration) { c.w.since = since }

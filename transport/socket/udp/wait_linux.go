@@ -39,10 +39,10 @@ type waiter struct {
 	drain  [8]byte
 	spec   unix.ItimerSpec
 	readFn func(fd uintptr) bool
-	base   time.Time     // the origin of due
-	due    time.Duration // since base: when the armed timer fires
-	armed  bool          // the timer is armed for due and has not been read as fired
-	arms   uint64        // timerfd_settime calls, for tests
+	since  func() time.Duration // the clock of due: time since a fixed origin (tests freeze it)
+	due    time.Duration        // on since's clock: when the armed timer fires
+	armed  bool                 // the timer is armed for due and has not been read as fired
+	arms   uint64               // timerfd_settime calls, for tests
 
 	syscalls atomic.Uint64 // Stats.WaitSyscalls
 }
@@ -109,7 +109,8 @@ func newWaiter(uc *net.UDPConn) (_ *waiter, err error) {
 	}
 	binary.NativeEndian.PutUint64(w.one[:], 1)
 	w.readFn = w.ready
-	w.base = time.Now()
+	base := time.Now()
+	w.since = func() time.Duration { return time.Since(base) }
 	return w, nil
 }
 
@@ -154,7 +155,7 @@ func (w *waiter) wait(timeout time.Duration) error {
 	// late expiry cannot end that Wait early; a Wait that keeps the timer
 	// wants that very expiry.
 	timeout = max(timeout, 1)
-	due := time.Since(w.base) + timeout
+	due := w.since() + timeout
 	if !w.armed || due < w.due-rearmLate || due > w.due+rearmEarly {
 		w.spec.Value = unix.NsecToTimespec(int64(timeout))
 		w.syscalls.Add(1)

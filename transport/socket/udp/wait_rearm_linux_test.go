@@ -13,7 +13,8 @@ import (
 // the last Wait at the deadline; a deadline that moves earlier or later
 // re-arms, and so does any Wait after the timer fired. Counts, and only
 // loose time bounds (a Wait never ends before its deadline; one re-armed
-// earlier ends long before the old one).
+// earlier ends long before the old one). The Waits that must keep the
+// timer run on a frozen clock, so descheduling cannot move their deadline.
 func TestWaitRearmsOnlyWhenDeadlineMoves(t *testing.T) {
 	c := open(t, lo4, udp.Config{})
 	defer c.Close()
@@ -32,11 +33,18 @@ func TestWaitRearmsOnlyWhenDeadlineMoves(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(150 * time.Millisecond)
+	// The loop's clock stands still while it is woken six times: each Wait
+	// asks for the very deadline the first one armed. (On the real clock a
+	// test goroutine descheduled between computing its timeout and Wait
+	// reading the clock asks for a later deadline, and a re-arm is then
+	// right.) The timer stays real: it fires one timeout after the first Wait.
+	const timeout = time.Second
+	deadline := time.Now().Add(timeout)
+	udp.SetWaitClock(c, func() time.Duration { return 0 })
 	s0 := c.Stats().WaitSyscalls
 	for range 6 { // woken six times before the deadline
 		c.Wake()
-		wait(time.Until(deadline))
+		wait(timeout)
 	}
 	arms(1, "six Waits for one deadline, each woken")
 	// Each woken Wait: one epoll_wait and one eventfd read; the first also
@@ -45,11 +53,13 @@ func TestWaitRearmsOnlyWhenDeadlineMoves(t *testing.T) {
 		t.Fatalf("six woken Waits made %d system calls, want %d", n, 6*2+1)
 	}
 	// The kept timer ends the next Wait at the deadline, not before.
-	wait(time.Until(deadline))
+	wait(timeout)
 	if early := time.Until(deadline); early > time.Millisecond {
 		t.Fatalf("the kept timer fired %v before its deadline", early)
 	}
 	arms(1, "the Wait that the kept timer ended")
+	start := time.Now()
+	udp.SetWaitClock(c, func() time.Duration { return time.Since(start) })
 
 	// It fired: the next Wait arms again, even for a deadline it had.
 	wait(time.Millisecond)
