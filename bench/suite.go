@@ -17,6 +17,10 @@ var (
 	DefaultTransports = []string{Tickwire, KCPFast, KCPBulk, QUIC}
 	// DefaultProfiles are the profiles of the default suite.
 	DefaultProfiles = []string{ProfileEcho, ProfilePPS, ProfileBulk}
+	// ChartProfiles are the profiles that run on their own, not as rows of
+	// a Suite: the latency–bytes frontier (RunFrontier) and the bottleneck
+	// time series (RunBottleneck). Neither is in the default suite.
+	ChartProfiles = []string{ProfileFrontier, ProfileBottleneck}
 )
 
 // Default link of the default suite.

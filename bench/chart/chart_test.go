@@ -264,7 +264,7 @@ type svgText struct {
 }
 
 var (
-	svgTextRE = regexp.MustCompile(`(<g transform="rotate\(90\)">\s*)?<text x="([-0-9.e]+)" y="([-0-9.e]+)"[^>]*font-size:([0-9.]+)px">([^<]*)</text>`)
+	svgTextRE = regexp.MustCompile(`(<g transform="rotate\(90\)">\s*)?<text x="([-0-9.e]+)" y="([-0-9.e]+)"[^>]*font-size:([0-9.]+)px(?:;fill:#[0-9A-F]{6})?">([^<]*)</text>`)
 	svgPathRE = regexp.MustCompile(`<path d="([^"]+)" style="([^"]+)"`)
 	svgSizeRE = regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
 )

@@ -71,7 +71,7 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 	def := bench.DefaultSuite()
 	fs := flag.NewFlagSet("tickwire bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", strings.Join(def.Profiles, ","), "comma-separated traffic profiles: "+strings.Join(bench.Profiles, ","))
+	fs.StringVar(&f.profile, "profile", strings.Join(def.Profiles, ","), "comma-separated traffic profiles: "+strings.Join(bench.Profiles, ",")+"; or one of "+strings.Join(bench.ChartProfiles, ",")+", which run alone (see below)")
 	fs.StringVar(&f.transports, "transport", strings.Join(def.Transports, ","), "comma-separated transports: "+strings.Join(bench.Transports, ","))
 	fs.StringVar(&f.losses, "loss", formatPercents(def.Losses), "comma-separated loss rates in percent, one row per transport and rate")
 	fs.DurationVar(&f.delay, "delay", def.Link.Delay, "one-way delay of each direction")
@@ -123,6 +123,8 @@ func newBenchFlagSet(f *benchFlags, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(stderr, "latency-cdf-<profile>-loss-<pct>.svg, p99-vs-loss-<profile>.svg and")
 		fmt.Fprintln(stderr, "p99-bytes-vs-loss-<profile>.svg for echo, actions and load, throughput-<profile>.svg")
 		fmt.Fprintln(stderr, "for pps and bulk. Files of an earlier run stay.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, chartProfilesUsage)
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -232,6 +234,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if slices.Contains(bench.ChartProfiles, strings.TrimSpace(f.profile)) {
+		return runChartProfile(ctx, &f, set, args, stdout, stderr)
+	}
 	suite, err := f.suite(set)
 	if err != nil {
 		fmt.Fprintf(stderr, "tickwire bench: %v\n", err)
