@@ -192,7 +192,9 @@ type BottleneckResult struct {
 	UnreliableDelivered int `json:"unreliable_delivered"`
 	SequencedOffered    int `json:"sequenced_offered"`
 	SequencedDelivered  int `json:"sequenced_delivered"`
-	// Budget is the sender's budget at the end.
+	// ShedRedundant … Increases are the sender's BudgetStats at the end:
+	// what it shed by reason (ShedBytes all reasons' frame bytes), its paced
+	// Flushes and the estimator's decisions.
 	ShedRedundant  uint64 `json:"shed_redundant"`
 	ShedSuperseded uint64 `json:"shed_superseded"`
 	ShedExpired    uint64 `json:"shed_expired"`
