@@ -553,6 +553,9 @@ func (c *Channel) flushRecords() {
 	single := c.single
 	piece := c.pieceSize
 	n := len(c.outRecs) // records queued by a handler during this Flush wait for the next
+	if n == 0 {
+		return
+	}
 	sent := 0
 	for ; sent < n; sent++ {
 		q := c.outRecs[sent]
@@ -608,19 +611,31 @@ func (c *Channel) flushRecords() {
 // the next Flush.
 func (c *Channel) flushReliable() {
 	n := len(c.reliable)
+	held := false
 	for s, rs := range c.reliable {
 		c.cursor[s] = rs.oldest
+		held = held || rs.oldest != rs.next
+	}
+	if !held {
+		return // every stream empty: one round would find nothing and send nothing
 	}
 	first := int(c.flushes % uint64(n))
 	for progress := true; progress; {
 		progress = false
-		for k := range n {
-			s := (first + k) % n
-			switch c.sendNextReliable(uint8(s)) {
-			case sendBlocked:
-				return
-			case sendProgress:
-				progress = true
+		s := first
+		for range n {
+			// A stream with nothing from its cursor on is idle (what
+			// sendNextReliable would find); the test saves the call.
+			if c.cursor[s] != c.reliable[s].next {
+				switch c.sendNextReliable(uint8(s)) {
+				case sendBlocked:
+					return
+				case sendProgress:
+					progress = true
+				}
+			}
+			if s++; s == n {
+				s = 0
 			}
 		}
 	}
@@ -736,6 +751,10 @@ func (c *Channel) flushQueued() {
 	single := c.single
 	piece := c.pieceSize
 	n := len(c.outMsgs) // messages queued by a handler during this Flush wait for the next
+	if n == 0 {
+		c.outBytes = 0
+		return
+	}
 	done := 0
 	for ; done < n; done++ {
 		q := &c.outMsgs[done]
@@ -1124,8 +1143,19 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	frames := b[n:]
 	nframes := 0
+	// The first frame, when it is a reliable one (the common datagram),
+	// is parsed once: validated here and delivered from r0 below.
+	var r0 wire.ReliableFrame
+	n0 := 0
 	for rest := frames; len(rest) > 0; nframes++ {
-		_, k, err := wire.SkipFrame(rest)
+		var k int
+		var err error
+		if nframes == 0 && wire.FrameType(rest[0]) == wire.FrameReliable {
+			r0, k, err = wire.ParseReliableFrame(rest)
+			n0 = k
+		} else {
+			_, k, err = wire.SkipFrame(rest)
+		}
 		if err != nil {
 			c.stats.Malformed++
 			return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
@@ -1162,6 +1192,10 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return nil
 	}
 	dups := c.stats.ReliableDuplicates
+	if n0 > 0 {
+		c.receiveReliable(r0)
+		frames = frames[n0:]
+	}
 	for len(frames) > 0 {
 		frames = frames[c.deliverFrame(frames, now, true):] // validated above
 	}
