@@ -184,6 +184,11 @@ type Channel struct {
 	// MaxDatagramsPerFlush with work left.
 	wantFlush, budgetHit bool
 
+	// reliableHeld is the reliable messages held by all streams (the sum
+	// of their unacked counts, kept by the streams), so a Flush with none
+	// skips the reliable pass.
+	reliableHeld int
+
 	budget    budget  // the send budget (budget.go)
 	seqLatest []int32 // per sequenced stream: scratch for budget.shedStale
 
@@ -240,7 +245,9 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
 	}
 	for s := 0; s <= cfg.OrderedStreams; s++ {
-		c.reliable = append(c.reliable, newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes))
+		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes)
+		rs.held = &c.reliableHeld
+		c.reliable = append(c.reliable, rs)
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
 	}
 	return c, nil
@@ -610,14 +617,12 @@ func (c *Channel) flushRecords() {
 // before their acks could return, so what is not sent now stays due for
 // the next Flush.
 func (c *Channel) flushReliable() {
+	if c.reliableHeld == 0 {
+		return // every stream empty: one round would find nothing and send nothing
+	}
 	n := len(c.reliable)
-	held := false
 	for s, rs := range c.reliable {
 		c.cursor[s] = rs.oldest
-		held = held || rs.oldest != rs.next
-	}
-	if !held {
-		return // every stream empty: one round would find nothing and send nothing
 	}
 	first := int(c.flushes % uint64(n))
 	for progress := true; progress; {
@@ -1143,17 +1148,24 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	frames := b[n:]
 	nframes := 0
-	// The first frame, when it is a reliable one (the common datagram),
-	// is parsed once: validated here and delivered from r0 below.
+	// The first frame, when it is a reliable or unreliable one (the
+	// common datagram), is parsed once: validated here and delivered from
+	// r0 or u0 below.
 	var r0 wire.ReliableFrame
+	var u0 wire.UnreliableFrame
+	var t0 wire.FrameType
 	n0 := 0
 	for rest := frames; len(rest) > 0; nframes++ {
 		var k int
 		var err error
-		if nframes == 0 && wire.FrameType(rest[0]) == wire.FrameReliable {
+		switch t := wire.FrameType(rest[0]); {
+		case nframes == 0 && t == wire.FrameReliable:
 			r0, k, err = wire.ParseReliableFrame(rest)
-			n0 = k
-		} else {
+			t0, n0 = t, k
+		case nframes == 0 && t == wire.FrameUnreliable:
+			u0, k, err = wire.ParseUnreliableFrame(rest)
+			t0, n0 = t, k
+		default:
 			_, k, err = wire.SkipFrame(rest)
 		}
 		if err != nil {
@@ -1193,7 +1205,11 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	dups := c.stats.ReliableDuplicates
 	if n0 > 0 {
-		c.receiveReliable(r0)
+		if t0 == wire.FrameReliable {
+			c.receiveReliable(r0)
+		} else {
+			c.deliver(Message{Delivery: Unreliable, Payload: u0.Payload})
+		}
 		frames = frames[n0:]
 	}
 	for len(frames) > 0 {
