@@ -823,14 +823,26 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 			t.advanceOldest()
 		}
 	}
-	rto := t.RTO()
+	// RTO is at least floor (its clamps and a backoff of at least 1), so
+	// a pending seq younger than floor needs no RTO computed: the common
+	// Flush, whose oldest pending seq left a tick ago, skips it.
+	floor := min(t.cfg.MinRTO, t.cfg.InitialRTO, t.cfg.MaxRTO)
+	var rto time.Duration
+	haveRTO := false
 	expired := false
 	for seq := t.oldest; seq != t.next; seq++ {
 		s := t.ring.Get(seq)
 		if s == nil {
 			continue
 		}
-		if now-s.sentAt < rto {
+		age := now - s.sentAt
+		if age < floor {
+			break // sent in seq order, so every later seq is younger
+		}
+		if !haveRTO {
+			rto, haveRTO = t.RTO(), true
+		}
+		if age < rto {
 			break // sent in seq order, so every later seq is younger
 		}
 		dst = t.lose(dst, seq, s, CauseTimeout, 0, 0)

@@ -7,6 +7,7 @@ require (
 	github.com/quic-go/quic-go v0.65.0
 	github.com/tickwire/tickwire v0.0.0-00010101000000-000000000000
 	github.com/xtaci/kcp-go/v5 v5.7.5
+	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -29,7 +30,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
 

@@ -27,7 +27,11 @@ import (
 // send for Duration, then the outstanding echoes drain (bounded by Drain).
 //
 // Its figures are what a game-server operator sizes a machine by: the
-// server goroutine's CPU µs per peer-tick, the echo round trip (which
+// server's CPU µs per peer-tick, user and system apart (the server
+// goroutine is locked to its OS thread and that thread's CPU time read
+// with getrusage RUSAGE_THREAD over the send window, Linux only), and the
+// wall time inside its Poll+Flush per peer-tick (every OS; it also counts
+// time the OS preempted the goroutine), the echo round trip (which
 // includes up to a tick of waiting at each end), and the server's heap per
 // peer (measured with the clients closed, since they share the process).
 // The row's CPUSeconds is process-wide (getrusage) over the send window,
@@ -51,44 +55,77 @@ const (
 // loadResult is what runLoad measured besides the echo recorder.
 type loadResult struct {
 	sent, delivered int64
-	serverBusy      time.Duration // inside the server's Poll+Flush, send window only
-	serverTicks     int64         // server ticks in the send window
+	server          serverWindow // the server's ticks and time in the send window
 	heapPerPeer     int64
 	wireBytes       int64
+}
+
+// serverWindow is what the server goroutine measured over the send
+// window: its ticks, the wall time inside Poll+Flush, and its OS thread's
+// user and system CPU time from the start of the first measured tick to
+// the end of the last (zero where threadCPUMeasured is false).
+type serverWindow struct {
+	ticks     int64
+	busy      time.Duration
+	user, sys time.Duration
 }
 
 // loadServer is the server Endpoint and its 60 Hz goroutine.
 type loadServer struct {
 	ep        *transport.Endpoint
 	measuring atomic.Bool
-	busy      atomic.Int64 // ns inside Poll+Flush while measuring
-	ticks     atomic.Int64 // ticks while measuring
+	mu        sync.Mutex   // guards window
+	window    serverWindow // written by loop while measuring
 	peers     atomic.Int64 // sessions held after the last tick
 	stop      chan struct{}
 	done      chan struct{}
 }
 
+// measured returns what the server measured in the send window so far.
+func (s *loadServer) measured() serverWindow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.window
+}
+
 // loop ticks the server every period on an absolute schedule until stop,
-// then closes it. The tick's work runs on this goroutine only, so the wall
-// time spent inside Poll and Flush is this goroutine's CPU time (plus any
-// time the OS preempts it, which an idle loopback machine keeps small).
+// then closes it. It runs locked to its OS thread, and the tick's work
+// runs on this goroutine only, so the thread's CPU time (threadCPU) over
+// the measured ticks is the server's: its Poll, echo and Flush, the system
+// calls they make, and the sleeps between ticks (which cost next to
+// nothing). The wall time inside Poll+Flush is measured beside it; it
+// also counts time the OS preempted the goroutine.
 func (s *loadServer) loop(start time.Time, period time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	defer close(s.done)
 	defer s.ep.Close()
 	next := time.Since(start)
+	var user0, sys0 time.Duration
+	inWindow := false
 	for {
 		select {
 		case <-s.stop:
 			return
 		default:
 		}
+		measuring := s.measuring.Load()
+		if measuring && !inWindow {
+			user0, sys0 = threadCPU()
+			inWindow = true
+		}
 		t0 := time.Now()
 		now := t0.Sub(start)
 		errPoll := s.ep.Poll(now)
 		errFlush := s.ep.Flush(now)
-		if s.measuring.Load() {
-			s.busy.Add(int64(time.Since(t0)))
-			s.ticks.Add(1)
+		if measuring {
+			busy := time.Since(t0)
+			user, sys := threadCPU()
+			s.mu.Lock()
+			s.window.ticks++
+			s.window.busy += busy
+			s.window.user, s.window.sys = user-user0, sys-sys0
+			s.mu.Unlock()
 		}
 		s.peers.Store(int64(s.ep.StateSize()))
 		if errors.Is(errPoll, transport.ErrClosed) || errors.Is(errFlush, transport.ErrClosed) {
@@ -188,8 +225,16 @@ func runLoad(ctx context.Context, s Scenario) (Result, error) {
 		res.AllocsPerMsg = float64(ms1.Mallocs-ms0.Mallocs) / float64(lr.sent)
 	}
 	res.PeakRSSBytes = peakRSS()
-	if lr.serverTicks > 0 {
-		res.ServerCPUUsPerPeerTick = float64(lr.serverBusy.Nanoseconds()) / 1e3 / float64(lr.serverTicks*int64(s.Peers))
+	if w := lr.server; w.ticks > 0 {
+		perPeerTick := func(d time.Duration) float64 {
+			return float64(d.Nanoseconds()) / 1e3 / float64(w.ticks*int64(s.Peers))
+		}
+		res.ServerWallUsPerPeerTick = perPeerTick(w.busy)
+		if threadCPUMeasured {
+			res.ServerUserUsPerPeerTick = perPeerTick(w.user)
+			res.ServerSysUsPerPeerTick = perPeerTick(w.sys)
+			res.ServerCPUUsPerPeerTick = res.ServerUserUsPerPeerTick + res.ServerSysUsPerPeerTick
+		}
 	}
 	res.MemoryPerPeerBytes = lr.heapPerPeer
 	return res, nil
@@ -324,8 +369,7 @@ func loadRun(ctx context.Context, s Scenario) (lr loadResult, rec *loadRecorder,
 	}
 	srv.measuring.Store(false)
 	cpu = cpuTime() - cpu0
-	lr.serverBusy = time.Duration(srv.busy.Load())
-	lr.serverTicks = srv.ticks.Load()
+	lr.server = srv.measured()
 
 	// Drain the outstanding echoes, bounded.
 	deadline = time.Now().Add(s.Drain)

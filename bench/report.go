@@ -269,19 +269,26 @@ func tables(rs []Result) []table {
 		out = append(out, ct)
 	}
 
-	ld := table{section: "cost", title: "load: the server's cost per peer",
-		header: []string{"transport", "peers", "heap KiB/peer", "server µs/peer-tick", "status"}}
+	ld := table{section: "cost", title: "load: the server's cost per peer (µs per peer-tick: its thread's user and system CPU; wall time in Poll+Flush)",
+		header: []string{"transport", "peers", "heap KiB/peer", "user µs", "sys µs", "wall µs", "status"}}
 	for _, r := range rows {
 		f := r.First()
 		if f.Profile != ProfileLoad {
 			continue
 		}
-		mem, us := "-", "-"
+		mem, user, sys, wall := "-", "-", "-", "-"
 		if r.NotSupported() == "" {
+			us := func(get func(Result) float64) string {
+				return strconv.FormatFloat(r.Stat(get).Median, 'f', 2, 64)
+			}
 			mem = strconv.FormatFloat(r.Stat(func(x Result) float64 { return float64(x.MemoryPerPeerBytes) }).Median/1024, 'f', 1, 64)
-			us = strconv.FormatFloat(r.Stat(func(x Result) float64 { return x.ServerCPUUsPerPeerTick }).Median, 'f', 2, 64)
+			wall = us(func(x Result) float64 { return x.ServerWallUsPerPeerTick })
+			if f.ServerCPUUsPerPeerTick > 0 { // per-thread CPU measured (Linux)
+				user = us(func(x Result) float64 { return x.ServerUserUsPerPeerTick })
+				sys = us(func(x Result) float64 { return x.ServerSysUsPerPeerTick })
+			}
 		}
-		ld.rows = append(ld.rows, []string{f.Transport, strconv.Itoa(f.Peers), mem, us, statusCell(r)})
+		ld.rows = append(ld.rows, []string{f.Transport, strconv.Itoa(f.Peers), mem, user, sys, wall, statusCell(r)})
 		ld.failed = append(ld.failed, r.Failed() > 0)
 	}
 	if len(ld.rows) > 0 {

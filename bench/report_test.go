@@ -50,7 +50,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		slices.Sort(k)
 		return k
 	}
-	want := []string{"allocs_per_msg", "config", "cpu_seconds", "delivered", "delivery", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "not_supported", "payload_bytes", "peak_rss_bytes", "peers", "profile", "redundant_bytes", "refused", "rep", "sent", "server_cpu_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
+	want := []string{"allocs_per_msg", "config", "cpu_seconds", "delivered", "delivery", "latency_cdf", "latency_kind", "latency_ms", "link", "memory_per_peer_bytes", "not_supported", "payload_bytes", "peak_rss_bytes", "peers", "profile", "redundant_bytes", "refused", "rep", "sent", "server_cpu_us_per_peer_tick", "server_sys_us_per_peer_tick", "server_user_us_per_peer_tick", "server_wall_us_per_peer_tick", "throughput_datagrams_per_s", "throughput_mb_per_s", "throughput_msgs_per_s", "transport", "wall_seconds", "wire_bytes"}
 	if got := keys(rows[0]); !slices.Equal(got, want) {
 		t.Errorf("row keys %v, want %v", got, want)
 	}

@@ -93,10 +93,26 @@ type Result struct {
 	// Peers is the number of clients (load and actions; 0 for the other
 	// profiles).
 	Peers int `json:"peers"`
-	// ServerCPUUsPerPeerTick is the time the server goroutine spent inside
-	// Poll and Flush (echoing included) over the send window, divided by
-	// its ticks × Peers, in µs (load; 0 for the other profiles).
+	// ServerCPUUsPerPeerTick is the server's CPU time per peer-tick, in
+	// µs: ServerUserUsPerPeerTick + ServerSysUsPerPeerTick (load, Linux;
+	// 0 for the other profiles and where per-thread CPU is not measured,
+	// where ServerWallUsPerPeerTick is the figure).
 	ServerCPUUsPerPeerTick float64 `json:"server_cpu_us_per_peer_tick"`
+	// ServerUserUsPerPeerTick and ServerSysUsPerPeerTick are the user and
+	// system CPU time of the server's OS thread (its goroutine is locked
+	// to it; getrusage RUSAGE_THREAD) from the start of the first tick in
+	// the send window to the end of the last, divided by those ticks ×
+	// Peers, in µs: Poll, echo and Flush, their system calls, and the
+	// sleeps between ticks (load, Linux only; 0 otherwise).
+	ServerUserUsPerPeerTick float64 `json:"server_user_us_per_peer_tick"`
+	ServerSysUsPerPeerTick  float64 `json:"server_sys_us_per_peer_tick"`
+	// ServerWallUsPerPeerTick is the wall time the server goroutine spent
+	// inside Poll and Flush (echoing included) over the same ticks,
+	// divided by ticks × Peers, in µs: its CPU time plus any time the OS
+	// preempted it, so it moves with the machine's load (load, every OS;
+	// 0 for the other profiles). Before the thread CPU was measured this
+	// was the row's only server figure, named CPU.
+	ServerWallUsPerPeerTick float64 `json:"server_wall_us_per_peer_tick"`
 	// MemoryPerPeerBytes is the server's heap per peer: HeapInuse (after a
 	// GC) with the server holding Peers sessions after the send window and
 	// the clients closed and collected, minus HeapInuse before the clients

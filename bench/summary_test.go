@@ -148,7 +148,8 @@ func TestTextWidth(t *testing.T) {
 						LatencyMS:    Latency{P50: v, P90: v, P99: v, P999: v, Max: v},
 						PayloadBytes: 1e9, WireBytes: 99e9, CPUSeconds: 999.99, AllocsPerMsg: 9999.9,
 						ThroughputMsgsPerS: 9.99e6 - float64(rep), ThroughputDatagramsPerS: 9.99e6, ThroughputMBPerS: 9999.9 - float64(rep),
-						ServerCPUUsPerPeerTick: 99.99, MemoryPerPeerBytes: 99 << 10}
+						ServerCPUUsPerPeerTick: 99.99, ServerUserUsPerPeerTick: 99.99, ServerSysUsPerPeerTick: 99.99,
+						ServerWallUsPerPeerTick: 99.99, MemoryPerPeerBytes: 99 << 10}
 					if sc.Profile == ProfilePPS || sc.Profile == ProfileBulk {
 						r.LatencyKind = NoLatency
 					}

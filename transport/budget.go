@@ -126,6 +126,7 @@ type budget struct {
 
 	// The estimator.
 	mins       [budgetMinSlots]time.Duration // per-slot minimum RTT, 0: none
+	base       time.Duration                 // the minimum of mins (baseRTT), kept as they change
 	minSlot    int64                         // the slot mins[minSlot%len] covers
 	intervalAt time.Duration                 // start of the current interval
 	lowest     time.Duration                 // smallest RTT sample in it, 0: none
@@ -252,9 +253,13 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 			b.mins[s%budgetMinSlots] = 0
 		}
 		b.minSlot = slot
+		b.base = b.minOfSlots()
 	}
 	if m := &b.mins[slot%budgetMinSlots]; *m == 0 || rtt < *m {
 		*m = rtt
+		if b.base == 0 || rtt < b.base {
+			b.base = rtt
+		}
 	}
 	b.nSamples++
 	if now-b.intervalAt >= budgetInterval && b.nSamples >= budgetSamples {
@@ -277,8 +282,12 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 // than starving the game.
 func (b *budget) threshold() time.Duration { return b.target + 2*b.noise + 2*b.jitter }
 
-// baseRTT is the minimum RTT over the window.
-func (b *budget) baseRTT() time.Duration {
+// baseRTT is the minimum RTT over the window. O(1): sample keeps it as
+// the per-slot minima change.
+func (b *budget) baseRTT() time.Duration { return b.base }
+
+// minOfSlots computes baseRTT from the per-slot minima. O(budgetMinSlots).
+func (b *budget) minOfSlots() time.Duration {
 	var base time.Duration
 	for _, m := range b.mins {
 		if m != 0 && (base == 0 || m < base) {

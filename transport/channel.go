@@ -184,6 +184,11 @@ type Channel struct {
 	// MaxDatagramsPerFlush with work left.
 	wantFlush, budgetHit bool
 
+	// reliableHeld is the reliable messages held by all streams (the sum
+	// of their unacked counts, kept by the streams), so a Flush with none
+	// skips the reliable pass.
+	reliableHeld int
+
 	budget    budget  // the send budget (budget.go)
 	seqLatest []int32 // per sequenced stream: scratch for budget.shedStale
 
@@ -240,7 +245,9 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
 	}
 	for s := 0; s <= cfg.OrderedStreams; s++ {
-		c.reliable = append(c.reliable, newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes))
+		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes)
+		rs.held = &c.reliableHeld
+		c.reliable = append(c.reliable, rs)
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
 	}
 	return c, nil
@@ -553,6 +560,9 @@ func (c *Channel) flushRecords() {
 	single := c.single
 	piece := c.pieceSize
 	n := len(c.outRecs) // records queued by a handler during this Flush wait for the next
+	if n == 0 {
+		return
+	}
 	sent := 0
 	for ; sent < n; sent++ {
 		q := c.outRecs[sent]
@@ -607,6 +617,9 @@ func (c *Channel) flushRecords() {
 // before their acks could return, so what is not sent now stays due for
 // the next Flush.
 func (c *Channel) flushReliable() {
+	if c.reliableHeld == 0 {
+		return // every stream empty: one round would find nothing and send nothing
+	}
 	n := len(c.reliable)
 	for s, rs := range c.reliable {
 		c.cursor[s] = rs.oldest
@@ -614,13 +627,20 @@ func (c *Channel) flushReliable() {
 	first := int(c.flushes % uint64(n))
 	for progress := true; progress; {
 		progress = false
-		for k := range n {
-			s := (first + k) % n
-			switch c.sendNextReliable(uint8(s)) {
-			case sendBlocked:
-				return
-			case sendProgress:
-				progress = true
+		s := first
+		for range n {
+			// A stream with nothing from its cursor on is idle (what
+			// sendNextReliable would find); the test saves the call.
+			if c.cursor[s] != c.reliable[s].next {
+				switch c.sendNextReliable(uint8(s)) {
+				case sendBlocked:
+					return
+				case sendProgress:
+					progress = true
+				}
+			}
+			if s++; s == n {
+				s = 0
 			}
 		}
 	}
@@ -736,6 +756,10 @@ func (c *Channel) flushQueued() {
 	single := c.single
 	piece := c.pieceSize
 	n := len(c.outMsgs) // messages queued by a handler during this Flush wait for the next
+	if n == 0 {
+		c.outBytes = 0
+		return
+	}
 	done := 0
 	for ; done < n; done++ {
 		q := &c.outMsgs[done]
@@ -1124,8 +1148,26 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	frames := b[n:]
 	nframes := 0
+	// The first frame, when it is a reliable or unreliable one (the
+	// common datagram), is parsed once: validated here and delivered from
+	// r0 or u0 below.
+	var r0 wire.ReliableFrame
+	var u0 wire.UnreliableFrame
+	var t0 wire.FrameType
+	n0 := 0
 	for rest := frames; len(rest) > 0; nframes++ {
-		_, k, err := wire.SkipFrame(rest)
+		var k int
+		var err error
+		switch t := wire.FrameType(rest[0]); {
+		case nframes == 0 && t == wire.FrameReliable:
+			r0, k, err = wire.ParseReliableFrame(rest)
+			t0, n0 = t, k
+		case nframes == 0 && t == wire.FrameUnreliable:
+			u0, k, err = wire.ParseUnreliableFrame(rest)
+			t0, n0 = t, k
+		default:
+			_, k, err = wire.SkipFrame(rest)
+		}
 		if err != nil {
 			c.stats.Malformed++
 			return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
@@ -1162,6 +1204,14 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return nil
 	}
 	dups := c.stats.ReliableDuplicates
+	if n0 > 0 {
+		if t0 == wire.FrameReliable {
+			c.receiveReliable(r0)
+		} else {
+			c.deliver(Message{Delivery: Unreliable, Payload: u0.Payload})
+		}
+		frames = frames[n0:]
+	}
 	for len(frames) > 0 {
 		frames = frames[c.deliverFrame(frames, now, true):] // validated above
 	}

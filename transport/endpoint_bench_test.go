@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -203,5 +204,142 @@ func BenchmarkServerTokenCheck(b *testing.B) {
 			b.Fatal("refused")
 		}
 		p.Wipe()
+	}
+}
+
+// echoServer echoes every message back on its stream; connected counts
+// the sessions it admitted.
+type echoServer struct {
+	NopHandler
+	connected int
+}
+
+func (h *echoServer) OnConnect(*Peer) { h.connected++ }
+func (h *echoServer) OnMessage(p *Peer, m Message) {
+	if m.Delivery == Reliable {
+		p.Channel().SendReliable(m.Stream, m.Payload) // copies the payload
+	}
+}
+
+// countingClient counts the echoes a client received.
+type countingClient struct {
+	NopHandler
+	connected bool
+	echoes    int
+}
+
+func (h *countingClient) OnConnect(*Peer)          { h.connected = true }
+func (h *countingClient) OnMessage(*Peer, Message) { h.echoes++ }
+
+// BenchmarkServerPeerTick is the server's transport cost per peer-tick
+// with many peers, the load profile's shape (bench --profile load) without
+// its sockets: each op is one 60 Hz server tick in which every client's
+// datagram (one 64-byte reliable-ordered message and its ack) arrives, the
+// server's handler echoes each message, and the server Flushes one
+// datagram per peer back. Only the server's Poll and Flush are timed
+// (ns/peer-tick: the op's time divided by the peers); the clients' ticks
+// are not. The network is memNet, which copies each datagram once and
+// models nothing, so the figure is the transport's own cost with no system
+// call — with AEAD sealing and opening in the sealed rows. Issue 13's goal
+// for this figure is ≤ 1 µs.
+func BenchmarkServerPeerTick(b *testing.B) {
+	for _, peers := range []int{64, MaxPeersLimit} {
+		for _, c := range []struct {
+			name  string
+			clear bool
+		}{{"sealed", false}, {"cleartext", true}} {
+			b.Run(fmt.Sprintf("peers=%d/%s", peers, c.name), func(b *testing.B) {
+				benchServerPeerTick(b, peers, c.clear)
+			})
+		}
+	}
+}
+
+func benchServerPeerTick(b *testing.B, peers int, clear bool) {
+	var mn memNet
+	now := rigOrigin
+	srvConn := mn.listen()
+	sh := &echoServer{}
+	srv, err := Listen(srvConn, EndpointConfig{
+		MaxPeers: peers, InsecureCleartext: clear, Rand: seededRand(54, "server"),
+		HandshakeRate: 1e6, HandshakeBurst: 4 * peers, GlobalHandshakeRate: 1e6, GlobalHandshakeBurst: 4 * peers,
+	}, sh)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type client struct {
+		ep *Endpoint
+		h  *countingClient
+	}
+	clients := make([]client, peers)
+	for i := range clients {
+		conn := mn.listen()
+		cfg := EndpointConfig{InsecureCleartext: clear, Rand: seededRand(54, conn.addr.String())}
+		if !clear {
+			cfg.ServerKey = srv.PublicKey()
+		}
+		h := &countingClient{}
+		ep, err := Dial(conn, srvConn.LocalAddr(), cfg, h, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients[i] = client{ep, h}
+	}
+	msg := make([]byte, 64)
+	// clientTick runs every client (Poll, a message if send, Flush) and
+	// advances the clock a tick; serverTick is the server's Poll and Flush.
+	clientTick := func(send bool) {
+		for _, c := range clients {
+			c.ep.Poll(now)
+			if send && c.h.connected {
+				if _, err := c.ep.Remote().Channel().SendReliable(1, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c.ep.Flush(now)
+		}
+		now += epTick
+	}
+	serverTick := func() {
+		if err := srv.Poll(now); err != nil {
+			b.Fatal(err)
+		}
+		if err := srv.Flush(now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 600 {
+		clientTick(false)
+		serverTick()
+		if sh.connected == peers {
+			break
+		}
+	}
+	if sh.connected != peers {
+		b.Fatalf("%d of %d clients connected", sh.connected, peers)
+	}
+	for range 120 { // the steady state: buffers warm, estimators settled
+		clientTick(true)
+		serverTick()
+	}
+	in0, out0 := srv.Stats().DatagramsIn, srv.Stats().DatagramsOut
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		clientTick(true)
+		b.StartTimer()
+		serverTick()
+	}
+	b.StopTimer()
+	st := srv.Stats()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*peers), "ns/peer-tick")
+	b.ReportMetric(float64(st.DatagramsIn-in0+st.DatagramsOut-out0)/float64(b.N*peers), "datagrams/peer-tick")
+	echoes := 0
+	for _, c := range clients {
+		echoes += c.h.echoes
+	}
+	if echoes == 0 {
+		b.Fatal("nothing echoed")
 	}
 }

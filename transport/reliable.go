@@ -97,7 +97,8 @@ type reliableSender struct {
 	// drops a message whose datagram it already acked.
 	span       int
 	maxQueued  int
-	unacked    int // messages held
+	unacked    int  // messages held
+	held       *int // the channel's count of messages held by all its streams, or nil
 	everQueued uint64
 	// progressAt is the time of the stream's last progress: a release, or
 	// the first Flush that found it holding messages after it held none.
@@ -140,6 +141,9 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	*sl = sendSlot{id: id, state: msgQueued, buf: buf}
 	s.next++
 	s.unacked++
+	if s.held != nil {
+		*s.held++
+	}
 	s.queued += n
 	s.span += n
 	s.everQueued++
@@ -255,6 +259,9 @@ func (s *reliableSender) release(sl *sendSlot) {
 	s.released++
 	s.queued -= len(sl.buf)
 	s.unacked--
+	if s.held != nil {
+		*s.held--
+	}
 	sl.state = msgFree
 	if sl.frag != nil {
 		s.freeFrags = append(s.freeFrags, sl.frag)

@@ -34,8 +34,10 @@ var schema = map[string]kind{
 	"payload_bytes": number, "wire_bytes": number, "redundant_bytes": number, "cpu_seconds": number,
 	"wall_seconds": number, "allocs_per_msg": number, "peak_rss_bytes": number,
 	"throughput_msgs_per_s": number, "throughput_datagrams_per_s": number, "throughput_mb_per_s": number,
-	"peers": number, "refused": number, "server_cpu_us_per_peer_tick": number, "memory_per_peer_bytes": number,
-	"rep": number,
+	"peers": number, "refused": number, "server_cpu_us_per_peer_tick": number,
+	"server_user_us_per_peer_tick": number, "server_sys_us_per_peer_tick": number, "server_wall_us_per_peer_tick": number,
+	"memory_per_peer_bytes": number,
+	"rep":                   number,
 }
 
 var (
