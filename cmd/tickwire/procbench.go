@@ -370,7 +370,7 @@ func (pb *procbench) chooseCounter(ctx context.Context, want string) string {
 		err := pb.probePerf(ctx)
 		if err == nil {
 			pb.counter = countPerf
-			return fmt.Sprintf("%s stat -e raw_syscalls:sys_enter, each server and client run as perf's workload (its CPU is the workload's rusage, as perf reports it)", pb.perf)
+			return fmt.Sprintf("%s stat -e raw_syscalls:sys_enter, server and client as its workload (CPU: their rusage)", pb.perf)
 		}
 		reasons = append(reasons, err.Error())
 	}
@@ -378,7 +378,7 @@ func (pb *procbench) chooseCounter(ctx context.Context, want string) string {
 		path, err := exec.LookPath("strace")
 		if err == nil {
 			pb.strace, pb.counter = path, countStrace
-			return "strace -f -c, in a run of its own after each full run (counts only: the CPU is from the run without strace)"
+			return "strace -f -c, in runs of their own (counts only: the CPU is from the runs without strace)"
 		}
 		reasons = append(reasons, fmt.Sprintf("strace: %v", err))
 	}
@@ -846,7 +846,7 @@ func (pb *procbench) table(w io.Writer, rows []pbRow) {
 			fmt.Sprintf("%v%%", r.Loss), r.Transport, cell(&r.ServerCPUUS, 0), cell(&r.ClientCPUUS, 0),
 			cell(r.ServerSyscall, 1), cell(r.ClientSyscall, 1), r.WireBytes.Median, r.P99MS.Median, r.RelayCPUUS.Median, fail)
 	}
-	fmt.Fprintln(w, "  medians [min-max] over reps; B/msg: the client's wire bytes (both ways) per message; relay: its CPU µs/msg (not in the ratios)")
+	fmt.Fprintln(w, "  medians [min-max] over reps; B/msg: the client's wire bytes, both ways; relay: its CPU µs/msg, not in the ratios")
 
 	var ratios []pbRow
 	for _, r := range rows {
