@@ -84,8 +84,11 @@ type procCost struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// Syscalls is the number of system calls entered; -1 when not counted.
 	Syscalls float64 `json:"syscalls"`
-	// Kinds counts system calls by name (--syscall-kinds).
+	// Kinds counts system calls by name (--syscall-kinds, or strace).
 	Kinds map[string]float64 `json:"syscall_kinds,omitempty"`
+	// Errors counts the calls that returned an error, by name (strace
+	// only: EAGAIN from a read that found nothing, say).
+	Errors map[string]float64 `json:"syscall_errors,omitempty"`
 }
 
 // pbRun is one run of a transport: one server, one relay, one client.
@@ -116,6 +119,8 @@ type pbRep struct {
 	Per    pbPerMsg  `json:"per_message"`
 	Failed bool      `json:"failed"`
 	Kinds  pbKindsPM `json:"syscall_kinds_per_message,omitempty"`
+	// Errors is the calls that failed, per message by name (strace).
+	Errors pbKindsPM `json:"syscall_errors_per_message,omitempty"`
 }
 
 // pbPerMsg is one rep's figures per echoed message; -1 where not measured.
@@ -158,6 +163,7 @@ type pbRow struct {
 	// reference itself).
 	Ratios *pbRatios `json:"ratios,omitempty"`
 	Kinds  pbKindsPM `json:"syscall_kinds_per_message,omitempty"`
+	Errors pbKindsPM `json:"syscall_errors_per_message,omitempty"`
 }
 
 // pbRatios are a row's medians over the reference's.
@@ -476,14 +482,21 @@ func readStrace(path string) (procCost, error) {
 			continue
 		}
 		name := f[len(f)-1]
+		var errs float64
+		if len(f) >= 6 {
+			errs, _ = strconv.ParseFloat(f[4], 64)
+		}
 		if name == "total" {
 			c.Syscalls = calls
 			continue
 		}
 		if c.Kinds == nil {
-			c.Kinds = map[string]float64{}
+			c.Kinds, c.Errors = map[string]float64{}, map[string]float64{}
 		}
 		c.Kinds[name] = calls
+		if errs > 0 {
+			c.Errors[name] = errs
+		}
 	}
 	if c.Syscalls < 0 {
 		return c, fmt.Errorf("%s: no total line:\n%s", path, b)
@@ -686,6 +699,8 @@ func (pb *procbench) rep(ctx context.Context, t string, loss float64, rep int) (
 		full.Server.Syscalls, full.Client.Syscalls = sf.Server.Syscalls, sf.Client.Syscalls
 		base.Server.Kinds, base.Client.Kinds = sb.Server.Kinds, sb.Client.Kinds
 		full.Server.Kinds, full.Client.Kinds = sf.Server.Kinds, sf.Client.Kinds
+		base.Server.Errors, base.Client.Errors = sb.Server.Errors, sb.Client.Errors
+		full.Server.Errors, full.Client.Errors = sf.Server.Errors, sf.Client.Errors
 	}
 	n := float64(pb.count - 1)
 	per := func(f, b float64) float64 {
@@ -719,6 +734,9 @@ func (pb *procbench) rep(ctx context.Context, t string, loss float64, rep int) (
 		return m
 	}
 	r.Kinds = pbKindsPM{Server: kinds(full.Server.Kinds, base.Server.Kinds), Client: kinds(full.Client.Kinds, base.Client.Kinds)}
+	if full.Server.Errors != nil {
+		r.Errors = pbKindsPM{Server: kinds(full.Server.Errors, base.Server.Errors), Client: kinds(full.Client.Errors, base.Client.Errors)}
+	}
 	return r, nil
 }
 
@@ -746,6 +764,7 @@ func pbRows(runs []pbRep, transports []string, losses []float64) []pbRow {
 			row := pbRow{Transport: t, Loss: loss}
 			var scpu, ccpu, rcpu, ssc, csc, wire, p99 []float64
 			kinds := pbKindsPM{Server: map[string]float64{}, Client: map[string]float64{}}
+			errs := pbKindsPM{Server: map[string]float64{}, Client: map[string]float64{}}
 			var kreps int
 			for _, r := range runs {
 				if r.Transport != t || r.Loss != loss {
@@ -768,6 +787,12 @@ func pbRows(runs []pbRep, transports []string, losses []float64) []pbRow {
 					for k, v := range r.Kinds.Client {
 						kinds.Client[k] += v
 					}
+					for k, v := range r.Errors.Server {
+						errs.Server[k] += v
+					}
+					for k, v := range r.Errors.Client {
+						errs.Client[k] += v
+					}
 				}
 			}
 			row.ServerCPUUS, row.ClientCPUUS, row.RelayCPUUS = stat(scpu), stat(ccpu), stat(rcpu)
@@ -777,12 +802,15 @@ func pbRows(runs []pbRep, transports []string, losses []float64) []pbRow {
 				row.ServerSyscall, row.ClientSyscall = &s, &c
 			}
 			if kreps > 0 {
-				for _, m := range []map[string]float64{kinds.Server, kinds.Client} {
+				for _, m := range []map[string]float64{kinds.Server, kinds.Client, errs.Server, errs.Client} {
 					for k := range m {
 						m[k] /= float64(kreps) // the mean over reps
 					}
 				}
 				row.Kinds = kinds
+				if len(errs.Server)+len(errs.Client) > 0 {
+					row.Errors = errs
+				}
 			}
 			rows = append(rows, row)
 		}
@@ -878,29 +906,39 @@ func (pb *procbench) table(w io.Writer, rows []pbRow) {
 			verdict(q.ServerSyscall, syscallGoal), verdict(q.ClientSyscall, syscallGoal))
 	}
 
-	if !pb.kinds {
+	if !pb.kinds && pb.counter != countStrace {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "system calls per message by name (mean over reps; the most frequent)")
+	fmt.Fprintln(w, "system calls per message by name (mean over reps; the most frequent; strace: those that failed after \"errors\")")
 	for _, r := range rows {
 		for _, side := range []struct {
-			name string
-			m    map[string]float64
-		}{{"server", r.Kinds.Server}, {"client", r.Kinds.Client}} {
-			fmt.Fprintf(w, "%-5s %-12s %-6s %s\n", fmt.Sprintf("%v%%", r.Loss), r.Transport, side.name, topKinds(side.m, 7))
+			name   string
+			m, err map[string]float64
+		}{{"server", r.Kinds.Server, r.Errors.Server}, {"client", r.Kinds.Client, r.Errors.Client}} {
+			line := topKinds(side.m, 7)
+			if e := topKinds(side.err, 3); e != "-" {
+				line += "; errors " + e
+			}
+			fmt.Fprintf(w, "%-5s %-12s %-6s %s\n", fmt.Sprintf("%v%%", r.Loss), r.Transport, side.name, line)
 		}
 	}
 }
 
-// topKinds formats the n largest entries of m, "epoll_pwait 12.1, …".
+// topKinds formats the n largest entries of m of at least 0.05,
+// "epoll_pwait 12.1, …", or "-".
 func topKinds(m map[string]float64, n int) string {
 	if len(m) == 0 {
 		return "-"
 	}
 	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	for k, v := range m {
+		if v >= 0.05 { // what rounds to 0.0 is start-up noise
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "-"
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if m[keys[i]] != m[keys[j]] {

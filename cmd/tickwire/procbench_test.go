@@ -230,7 +230,7 @@ func TestProcbenchParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Syscalls != 150 || c.CPUSeconds != -1 || c.Kinds["epoll_pwait"] != 100 || c.Kinds["recvmmsg"] != 50 {
-		t.Errorf("strace: %+v, want 150 calls, CPU not measured, epoll_pwait 100, recvmmsg 50", c)
+	if c.Syscalls != 150 || c.CPUSeconds != -1 || c.Kinds["epoll_pwait"] != 100 || c.Kinds["recvmmsg"] != 50 || len(c.Errors) != 1 || c.Errors["recvmmsg"] != 10 {
+		t.Errorf("strace: %+v, want 150 calls, CPU not measured, epoll_pwait 100, recvmmsg 50 of which 10 failed", c)
 	}
 }
