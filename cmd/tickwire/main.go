@@ -13,6 +13,9 @@
 //	                          run one echo row against a server; print its result
 //	tickwire relay --listen ADDR --to ADDR [flags]
 //	                          the link conditioner between processes: loss, delay, jitter, dup
+//	tickwire procbench [flags]
+//	                          run server, relay and client as child processes per
+//	                          transport and loss; print CPU and system calls per message
 //	tickwire soak [flags]     run scenario S-I1, the long soak, in virtual time
 //	tickwire keygen [--x25519]
 //	                          print a new fleet key, or an X25519 key pair
@@ -79,6 +82,7 @@ func commands() []command {
 		{"server", "serve the echo profile for clients in other processes, until interrupted", runServer},
 		{"client", "run one echo row against a server in another process; exit 1 if it fails", runClient},
 		{"relay", "the bench's link conditioner between processes or machines", runRelay},
+		{"procbench", "echo across processes (server, relay, client as children): CPU and system calls per message per process", runProcbench},
 		{"soak", "scenario S-I1: reliable messages of 1 B to 16 KiB both ways over a bad simulated link, at the defaults, then tuned", runSoak},
 		{"keygen", "print a new fleet key (fleet-key:<hex>), or with --x25519 an X25519 key pair (x25519-private:<hex>, x25519-public:<hex>)", runKeygen},
 		{"token", "issue a connect token for development: its public part as one base64url line (--hex: hex)", runToken},
@@ -119,7 +123,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'tickwire <command> -h' for a command's flags.")
