@@ -740,18 +740,10 @@ func (pb *procbench) rep(ctx context.Context, t string, loss float64, rep int) (
 	return r, nil
 }
 
-// stat returns the median, min and max of vs.
+// stat returns the median, min and max of vs (bench.StatOf).
 func stat(vs []float64) pbStat {
-	if len(vs) == 0 {
-		return pbStat{}
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return pbStat{Median: m, Min: s[0], Max: s[len(s)-1]}
+	st := bench.StatOf(vs)
+	return pbStat{Median: st.Median, Min: st.Min, Max: st.Max}
 }
 
 // pbRows summarises the reps per transport and loss, with the ratios to
