@@ -501,7 +501,7 @@ func (d *deadline) add(t time.Duration) {
 func (e *Endpoint) peerDeadline(p *Peer, dl *deadline) {
 	switch p.state {
 	case PeerConnected:
-		dl.add(p.lastRx + e.cfg.IdleTimeout)
+		dl.add(p.lastRx + e.idleTimeout(p))
 		if t, ok := p.ch.NextDeadline(); ok {
 			dl.add(t)
 		}
@@ -962,6 +962,26 @@ func (e *Endpoint) onRemoteDisconnect(now time.Duration, p *Peer) {
 	e.end(p, p.why)
 }
 
+// idleTimeout is how long p may be silent before it times out: the
+// Endpoint's IdleTimeout, or on a server the Timeout of the connect token
+// that admitted p.
+func (e *Endpoint) idleTimeout(p *Peer) time.Duration {
+	if p.idle > 0 {
+		return p.idle
+	}
+	return e.cfg.IdleTimeout
+}
+
+// tokenIdleTimeout is the idle time-out a connect token's Timeout asks
+// for, within IdleTimeout's range [4×KeepAliveInterval, 1 h]; 0 (the
+// Endpoint's own) for a token without one.
+func tokenIdleTimeout(t time.Duration) time.Duration {
+	if t <= 0 {
+		return 0
+	}
+	return min(max(t, 4*KeepAliveInterval), time.Hour)
+}
+
 // tickPeer runs one tick of p's session.
 func (e *Endpoint) tickPeer(now time.Duration, p *Peer) {
 	if p.sealFailed {
@@ -970,7 +990,7 @@ func (e *Endpoint) tickPeer(now time.Duration, p *Peer) {
 	}
 	switch p.state {
 	case PeerConnected:
-		if now-p.lastRx >= e.cfg.IdleTimeout {
+		if now-p.lastRx >= e.idleTimeout(p) {
 			e.timeout(now, p)
 			return
 		}
@@ -1057,7 +1077,7 @@ func (e *Endpoint) logPeer(level slog.Level, msg string, p *Peer, attrs ...slog.
 // OnDisconnect if the session never resumes.
 func (e *Endpoint) suspendClient(p *Peer, why wire.DisconnectReason) {
 	p.state, p.why = PeerSuspended, why
-	p.horizon = p.lastRx + e.cfg.IdleTimeout + max(e.cfg.ResumeGrace, 0)
+	p.horizon = p.lastRx + e.idleTimeout(p) + max(e.cfg.ResumeGrace, 0)
 	e.stats.Suspends++
 }
 

@@ -82,7 +82,9 @@ type EndpointConfig struct {
 	// wire.DisconnectTimeout, and the peer, best effort, a Disconnect frame
 	// with that reason (S-E6). Channels send a keep-alive after
 	// KeepAliveInterval (250 ms) of silence, so a live peer is never idle.
-	// Default 10 s; range [4 × KeepAliveInterval, 1 h].
+	// Default 10 s; range [4 × KeepAliveInterval, 1 h]. On a server, a
+	// connect token's Timeout replaces it for the session the token admits
+	// (TokenConfig).
 	IdleTimeout time.Duration
 
 	// ResumeGrace (server) is how long a timed-out session is kept,
@@ -280,9 +282,11 @@ type EndpointConfig struct {
 // keys, and the replay guard binds it to the client's address once the
 // client's first session datagram opens under those keys (docs/WIRE.md
 // §14.7). Every refusal is a Reject with its own reason, counted in
-// EndpointStats.TokenRefusals. The zero value turns tokens off. The
-// token's Timeout field is not used: the server's IdleTimeout applies to
-// every session.
+// EndpointStats.TokenRefusals. The zero value turns tokens off. A
+// token's Timeout, when not 0, is the idle time-out of the session it
+// admits (in place of IdleTimeout, clamped to IdleTimeout's range
+// [4×KeepAliveInterval, 1 h]); the client's own IdleTimeout still applies
+// on its side.
 type TokenConfig struct {
 	// Verifier opens the sealed tokens: the fleet keys and the protocol id
 	// (token.NewVerifier). nil: tokens off. Shared, not copied, by copies

@@ -86,6 +86,7 @@ type recorder struct {
 	suspAt   []time.Duration
 	discs    []wire.DisconnectReason
 	discAt   []time.Duration
+	discPeer []*Peer
 	clock    *time.Duration
 
 	reliable   map[msgKey]int
@@ -109,6 +110,7 @@ func (r *recorder) OnResume(p *Peer) { r.resumes = append(r.resumes, p) }
 func (r *recorder) OnDisconnect(p *Peer, why wire.DisconnectReason) {
 	r.discs = append(r.discs, why)
 	r.discAt = append(r.discAt, *r.clock)
+	r.discPeer = append(r.discPeer, p)
 }
 func (r *recorder) OnRecord(p *Peer, tag uint64, ok bool) { r.records[tag] = ok }
 

@@ -197,6 +197,7 @@ func (e *Endpoint) admit(now time.Duration, addr netip.AddrPort, r *wire.Connect
 		m := tok.KeyMaterial()
 		km = m[:]
 		p.hasToken, p.tokenPending, p.clientID, p.tokenBind = true, true, tok.ClientID, tok.Binding()
+		p.idle = tokenIdleTimeout(tok.Timeout)
 	}
 	ok := e.serverKeys(p, addr, r, raw, nil, km)
 	clear(km)

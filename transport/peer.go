@@ -177,6 +177,9 @@ type Peer struct {
 	tokenPending bool
 	clientID     uint64
 	tokenBind    token.Binding
+	// idle is this session's idle time-out when it is not the Endpoint's
+	// IdleTimeout (0): a connect token's Timeout (Endpoint.idleTimeout).
+	idle time.Duration
 }
 
 // ID returns the peer id, 0..253. On a client it is the id the server

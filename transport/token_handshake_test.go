@@ -5,6 +5,7 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -547,5 +548,59 @@ func TestTokenConfig(t *testing.T) {
 	tok := n.issue(t, fleetKey(1), 1, token.Params{}, "10.0.0.1:9000")
 	if _, err := Dial(n.listen("10.0.0.2:2"), netip.MustParseAddrPort("10.0.0.1:9000"), EndpointConfig{Token: tok}, nil, 0); err != nil {
 		t.Fatalf("a token in place of a key: %v", err)
+	}
+}
+
+// TestTokenTimeoutIsIdleTimeout: the Timeout a backend writes into a
+// connect token is the idle time-out of the session it admits — a client
+// silent that long is reaped by the server, whatever the server's own
+// IdleTimeout — clamped to [4×KeepAliveInterval, 1 h]; a token without
+// one leaves the server's IdleTimeout. On the rig's clock, to the tick.
+func TestTokenTimeoutIsIdleTimeout(t *testing.T) {
+	n := newEpNet(t, 95, epLink(5, 0, 0))
+	k := fleetKey(3)
+	cfg := n.tokenServerCfg(t, k, true)
+	cfg.IdleTimeout, cfg.ResumeGrace = 5*time.Second, NoResume
+	srv := n.server("10.0.0.1:9000", cfg)
+	cases := []struct {
+		timeout, want time.Duration
+	}{
+		{2 * time.Second, 2 * time.Second},
+		{100 * time.Millisecond, 4 * KeepAliveInterval},
+		{0, 5 * time.Second},
+	}
+	var cls []*node
+	for i, c := range cases {
+		tok := n.issue(t, k, uint64(10+i), token.Params{Timeout: c.timeout}, "10.0.0.1:9000")
+		cls = append(cls, n.client(fmt.Sprintf("10.0.0.2:%d", 5000+i), srv,
+			EndpointConfig{Token: tok, IdleTimeout: time.Minute, ResumeAfter: NoResume}))
+	}
+	n.runUntil(300, "all connect", func() bool {
+		for _, cl := range cls {
+			if !isConnected(cl)() {
+				return false
+			}
+		}
+		return true
+	})
+	n.run(30)
+	for _, cl := range cls {
+		cl.silent, cl.deaf = true, true
+	}
+	n.runUntil(60*7, "the server reaps all three", func() bool { return len(srv.rec.discs) == len(cases) })
+	for i, c := range cases {
+		var sp *Peer
+		var at time.Duration
+		for d, p := range srv.rec.discPeer {
+			if id, _ := p.ClientID(); id == uint64(10+i) {
+				sp, at = p, srv.rec.discAt[d]
+			}
+		}
+		if sp == nil || srv.rec.discs[0] != wire.DisconnectTimeout {
+			t.Fatalf("token Timeout %v: the server did not reap its session", c.timeout)
+		}
+		if idle := at - sp.LastReceived(); idle < c.want || idle > c.want+epTick {
+			t.Errorf("token Timeout %v: reaped after %v of silence, want %v", c.timeout, idle, c.want)
+		}
 	}
 }

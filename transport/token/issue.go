@@ -24,9 +24,11 @@ type Params struct {
 	// and Created at or after 1970. Expires travels in clear and is
 	// authenticated; Created only in the client's public part.
 	Created, Expires time.Time
-	// Timeout is how long the server waits for the client, from the
-	// handshake on, before it gives up: in whole milliseconds, 0 to
-	// MaxTimeout. 0 means the server's own default.
+	// Timeout is the idle time-out of the session the token admits: how
+	// long the server waits for a datagram from the client before it
+	// times the session out (a transport server clamps it to
+	// [1 s, 1 h]). In whole milliseconds, 0 to MaxTimeout; 0 means the
+	// server's own IdleTimeout.
 	Timeout time.Duration
 	// Servers are the addresses the token admits the client to: 1 to
 	// MaxAddresses, IPv4 or IPv6 with a port other than 0, no zone, no
