@@ -964,9 +964,11 @@ func (e *Endpoint) onRemoteDisconnect(now time.Duration, p *Peer) {
 
 // idleTimeout is how long p may be silent before it times out: the
 // Endpoint's IdleTimeout, or on a server the Timeout of the connect token
-// that admitted p.
+// that admitted p once the token is bound (a session still waiting to bind
+// — an on-path copy of the token, a holder that never speaks — keeps
+// IdleTimeout, so a copy cannot hold a slot for the token's hour).
 func (e *Endpoint) idleTimeout(p *Peer) time.Duration {
-	if p.idle > 0 {
+	if p.idle > 0 && !p.tokenPending {
 		return p.idle
 	}
 	return e.cfg.IdleTimeout
@@ -1073,11 +1075,18 @@ func (e *Endpoint) logPeer(level slog.Level, msg string, p *Peer, attrs ...slog.
 }
 
 // suspendClient marks a client's session suspended until the server's
-// horizon: IdleTimeout plus ResumeGrace of silence. why is reported by
+// horizon: IdleTimeout (or its connect token's Timeout, if longer) plus
+// ResumeGrace of silence. why is reported by
 // OnDisconnect if the session never resumes.
 func (e *Endpoint) suspendClient(p *Peer, why wire.DisconnectReason) {
 	p.state, p.why = PeerSuspended, why
-	p.horizon = p.lastRx + e.idleTimeout(p) + max(e.cfg.ResumeGrace, 0)
+	// The server holds a token session for the token's Timeout: the client
+	// tries to resume at least that long too.
+	idle := e.idleTimeout(p)
+	if t := e.cfg.Token; t != nil {
+		idle = max(idle, tokenIdleTimeout(t.Timeout))
+	}
+	p.horizon = p.lastRx + idle + max(e.cfg.ResumeGrace, 0)
 	e.stats.Suspends++
 }
 

@@ -284,9 +284,11 @@ type EndpointConfig struct {
 // §14.7). Every refusal is a Reject with its own reason, counted in
 // EndpointStats.TokenRefusals. The zero value turns tokens off. A
 // token's Timeout, when not 0, is the idle time-out of the session it
-// admits (in place of IdleTimeout, clamped to IdleTimeout's range
-// [4×KeepAliveInterval, 1 h]); the client's own IdleTimeout still applies
-// on its side.
+// admits once the token is bound (in place of IdleTimeout, clamped to
+// IdleTimeout's range [4×KeepAliveInterval, 1 h]); a client holding the
+// token tries to resume for at least that long plus its ResumeGrace. A
+// Timeout below the client's ResumeAfter (2 s by default) ends a session
+// before its client tries to resume when the server has no ResumeGrace.
 type TokenConfig struct {
 	// Verifier opens the sealed tokens: the fleet keys and the protocol id
 	// (token.NewVerifier). nil: tokens off. Shared, not copied, by copies

@@ -604,3 +604,62 @@ func TestTokenTimeoutIsIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenTimeoutOnlyOnceBound: a session that never binds its token —
+// here four on-path copies of it, from four addresses, that get Accepts
+// they cannot open — keeps the server's IdleTimeout, not the token's
+// hour: copies cannot hold slots for the token's Timeout.
+func TestTokenTimeoutOnlyOnceBound(t *testing.T) {
+	n := newEpNet(t, 96, epLink(5, 0, 0))
+	k := fleetKey(1)
+	cfg := n.tokenServerCfg(t, k, true)
+	cfg.IdleTimeout, cfg.ResumeGrace = 5*time.Second, NoResume
+	cfg.HandshakeRate, cfg.HandshakeBurst = 1000, 1000
+	srv := n.server("10.0.0.1:9000", cfg)
+	tok := n.issue(t, k, 42, token.Params{Timeout: time.Hour}, "10.0.0.1:9000")
+	for i := range 4 {
+		atk := n.raw(fmt.Sprintf("10.0.0.%d:4000", 60+i), srv)
+		if reply := n.rawTokenHandshake(atk, uint64(77+i), tok.Sealed, nil); reply == nil || reply[0] != byte(wire.KindAccept) {
+			t.Fatalf("copy %d: reply % x", i, reply)
+		}
+	}
+	if srv.ep.StateSize() != 4 {
+		t.Fatalf("state %d after 4 copies", srv.ep.StateSize())
+	}
+	n.run(int((cfg.IdleTimeout + time.Second) / epTick))
+	if got := srv.ep.StateSize(); got != 0 {
+		t.Fatalf("%d never-bound sessions held after %v of silence (IdleTimeout %v, token Timeout 1h)",
+			got, cfg.IdleTimeout+time.Second, cfg.IdleTimeout)
+	}
+}
+
+// TestTokenTimeoutResumeHorizon: a server holds a token session for the
+// token's Timeout plus ResumeGrace, and the client holding that token
+// tries to resume as long: a 45 s outage, longer than both ends'
+// IdleTimeout plus ResumeGrace (40 s) but within the token's 60 s plus
+// 30 s, ends in a resume, not two ends that disagree.
+func TestTokenTimeoutResumeHorizon(t *testing.T) {
+	n := newEpNet(t, 97, epLink(5, 0, 0))
+	k := fleetKey(1)
+	cfg := n.tokenServerCfg(t, k, true)
+	cfg.IdleTimeout, cfg.ResumeGrace = 10*time.Second, 30*time.Second
+	srv := n.server("10.0.0.1:9000", cfg)
+	tok := n.issue(t, k, 42, token.Params{Timeout: time.Minute, Expires: n.tokenClock()().Add(time.Hour)}, "10.0.0.1:9000")
+	cl := n.client("10.0.0.2:5000", srv, EndpointConfig{Token: tok, IdleTimeout: 10 * time.Second, ResumeGrace: 30 * time.Second})
+	n.runUntil(300, "the client connects", isConnected(cl))
+	n.run(30)
+	a, b := cl.conn.LocalAddr(), srv.conn.LocalAddr()
+	if err := n.net.SetPair(a, b, epLink(5, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	n.run(int(45 * time.Second / epTick))
+	if err := n.net.SetPair(a, b, epLink(5, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	n.runUntil(int(10*time.Second/epTick), "the session resumes", func() bool {
+		return cl.ep.Remote().State() == PeerConnected && len(cl.rec.resumes) > 0
+	})
+	if len(cl.rec.discs) != 0 || len(srv.rec.discs) != 0 || srv.ep.StateSize() != 1 {
+		t.Fatalf("client discs %v, server discs %v, server state %d", cl.rec.discs, srv.rec.discs, srv.ep.StateSize())
+	}
+}

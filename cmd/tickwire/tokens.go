@@ -90,7 +90,7 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	clientID := fs.String("client-id", "", "the player's client `id`, decimal or 0x-hex (required)")
 	fs.StringVar(&f.serverList, "server", "", "the server addresses the token admits to, `IP:PORT[,IP:PORT…]` (required; 1 to 32, IPv6 as [addr]:port)")
 	fs.DurationVar(&f.expire, "expire", time.Hour, "how long the token is valid from now, whole seconds")
-	fs.DurationVar(&f.params.Timeout, "timeout", 10*time.Second, "the session's idle time-out on the server: silence that long ends it (0: the server's IdleTimeout)")
+	fs.DurationVar(&f.params.Timeout, "timeout", 0, "the session's idle time-out on the server: silence that long ends it (0: the server's IdleTimeout)")
 	fs.StringVar(&f.userHex, "user-data-hex", "", "user data for the server's admission decision, as `hex` (at most 256 bytes)")
 	fs.BoolVar(&f.hexOut, "hex", false, "print the token as hex instead of base64url")
 	fs.Usage = func() {

@@ -63,7 +63,7 @@ type Private struct {
 	Expires    time.Time
 	// ClientID as the backend issued it.
 	ClientID uint64
-	// Timeout as issued (0: the server's default).
+	// Timeout as issued: the idle time-out of the session (0: the server's IdleTimeout).
 	Timeout time.Duration
 	// ClientKey (client to server) and ServerKey (server to client), as
 	// the client holds them. KeyMaterial joins them.
