@@ -137,7 +137,8 @@ func TestBudgetNetnsTBF(t *testing.T) {
 			// hold p99 ≤ 33 ms (36–50 ms measured on a loaded 2-core
 			// machine, 56–69 ms in three runs on a quiet one on
 			// 2026-12-02, while the budget's own estimate read under 1 ms;
-			// the simulated TestBudgetBottleneck holds it on 37 of 40
+			// the same scenario simulated, tickwire bench --profile
+			// bottleneck, holds it on 37 of 40
 			// seeds), so a default run as root would be red.
 			t.Skip("real-network bottleneck test: run with -budget.netns (as root, with unshare and tc); its p99 bound does not hold yet on a loaded machine")
 		}
