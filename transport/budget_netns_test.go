@@ -140,7 +140,7 @@ func TestBudgetNetnsTBF(t *testing.T) {
 			// the same scenario simulated, tickwire bench --profile
 			// bottleneck, holds it on 37 of 40
 			// seeds), so a default run as root would be red.
-			t.Skip("real-network bottleneck test: run with -budget.netns (as root, with unshare and tc); its p99 bound does not hold yet on a loaded machine")
+			t.Skip("real-network bottleneck test: run with -budget.netns (as root, with unshare and tc); its p99 bound does not hold yet on real UDP")
 		}
 		var args []string
 		if *netnsLong {
