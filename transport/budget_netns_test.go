@@ -136,7 +136,7 @@ func TestBudgetNetnsTBF(t *testing.T) {
 			// Opt-in, and said so: on real UDP the estimator does not yet
 			// hold p99 ≤ 33 ms (36–50 ms measured on a loaded 2-core
 			// machine, 56–69 ms in three runs on a quiet one on
-			// 2026-12-02, while the budget's own estimate read under 1 ms;
+			// 2026-12-02, the budget's last estimate 0.04–0.13 ms;
 			// the same scenario simulated, tickwire bench --profile
 			// bottleneck, holds it on 37 of 40
 			// seeds), so a default run as root would be red.
