@@ -135,11 +135,11 @@ func TestBudgetNetnsTBF(t *testing.T) {
 		if !*netnsOn {
 			// Opt-in, and said so: on real UDP the estimator does not yet
 			// hold p99 ≤ 33 ms (36–50 ms measured on a loaded 2-core
-			// machine, 56–69 ms in three runs on a quiet one on
-			// 2026-12-02, the budget's last estimate 0.04–0.13 ms;
-			// the same scenario simulated, tickwire bench --profile
-			// bottleneck, holds it on 37 of 40
-			// seeds), so a default run as root would be red.
+			// machine with the first estimator; 40.6–41.0 ms in two runs
+			// on a quiet one on 2026-12-02 with the mean-sample
+			// estimator; the same scenario simulated, tickwire bench
+			// --profile bottleneck, holds it on 40 of 40 seeds), so a
+			// default run as root would be red.
 			t.Skip("real-network bottleneck test: run with -budget.netns (as root, with unshare and tc); its p99 bound does not hold yet on real UDP")
 		}
 		var args []string
