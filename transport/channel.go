@@ -1098,7 +1098,19 @@ func (c *Channel) finish() {
 	}
 	var seq wire.Seq
 	var evs []ackmap.Event
-	if c.curFrame == 0 {
+	tracked := c.curFrame > 0
+	if tracked && c.man.n == 0 && c.curRec == ackmap.NoRecord && c.tracker.InFlightRoom() <= 2*c.inFlightMargin() {
+		// Only unreliable and sequenced frames (nothing waits for this
+		// datagram's verdict), and the in-flight window nearly full: the
+		// datagram goes untracked, as a standalone ack does. Tracked, a
+		// stream of them would evict every pending seq before its ack
+		// could return on a path whose round trip outlasts the window —
+		// no ack, no RTT sample, and reliable messages never released
+		// (the stream stalls) — and would take the room the reliable
+		// path keeps (inFlightMargin). The peer acks it all the same.
+		tracked = false
+	}
+	if !tracked {
 		// A standalone ack elicits no ack, so it expects no verdict.
 		seq, evs = c.tracker.Skip(c.events[:0])
 	} else {
@@ -1118,7 +1130,7 @@ func (c *Channel) finish() {
 		evs = c.tracker.Seal(evs, c.sealAfter)
 		c.sealAfter = ackmap.NoRecord
 	}
-	c.budget.spend(len(c.cur)+c.tagLen(), c.curFrame > 0)
+	c.budget.spend(len(c.cur)+c.tagLen(), tracked)
 	c.stats.DatagramsSent++
 	c.stats.BytesSent += uint64(len(c.cur) + c.tagLen())
 	if c.curFrame == 0 {
