@@ -161,6 +161,7 @@ type budget struct {
 	pacedIn    bool                          // a Flush was paced in it
 	holdUntil  time.Duration                 // no back-off before this
 	cutQ       time.Duration                 // the largest queuing delay since the episode's first back-off, 0: no episode (the queue cleared)
+	cutLevel   time.Duration                 // the largest queue signal (q + base RTT) since then
 	cutAt      time.Duration                 // the episode's first back-off
 	cutFrom    int64                         // the rate before it
 	rebasedAt  time.Duration                 // the last rebase (at most one per budgetMinWindow)
@@ -384,19 +385,24 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		if q < b.threshold()/2 {
 			b.cutQ = 0 // the queue cleared: the back-offs worked
 		} else {
-			b.cutQ = max(b.cutQ, q)
+			b.cutQ, b.cutLevel = max(b.cutQ, q), max(b.cutLevel, q+base)
 		}
 	}
-	if b.cutQ > 0 && now-b.cutAt >= 2*(base+q) && q > b.threshold() && q >= b.cutQ-max(b.target, b.noise) &&
+	if b.cutQ > 0 && now-b.cutAt >= 2*b.cutLevel && q > b.threshold() && q+base >= b.cutLevel-max(b.target, b.noise, b.cutQ/4) &&
 		b.ackRate*100 >= b.sentRate*85 && (b.rebasedAt == 0 || now-b.rebasedAt >= budgetMinWindow) {
-		// Two round trips (at the RTT measured now) after the first
-		// back-off the queuing delay has not come down from its peak,
-		// though the rate went below what the path delivered and the acks
-		// keep up with what goes out: sending less does not drain it, so
-		// it is no queue of ours but the path's delay (a longer route; a
-		// jittery path that calmed, whose base RTT came from the jitter's
-		// low tail). A queue of ours drains within those round trips
-		// (0.85 of the delivery rate or less empties it). Without this the
+		// Two round trips (at the peak's RTT) after the first back-off
+		// the queuing delay is still above the threshold and the RTT has
+		// not come down from its peak (by more than the target, the noise
+		// or a quarter of the peak queue; the RTT, not the queuing delay,
+		// which moves when an old minimum ages out of the base), though
+		// the rate went below what the path delivered and the acks keep up
+		// with what goes out: sending less does not
+		// drain it, so it is no queue of ours but the path's delay (a
+		// longer route; a jittery path that calmed, whose base RTT came
+		// from the jitter's low tail). A queue of ours drains within those
+		// round trips: every back-off goes to 0.85 of the delivery rate or
+		// less, and the next one follows a round trip later while it
+		// stands. Without this the
 		// budget would sit at its floor until the old base aged out of the
 		// window (10 s). Once per window, so that a queue shared with
 		// other traffic cannot ratchet the base up cut by cut.
@@ -427,7 +433,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 				cut = 50
 			}
 			if b.cutQ == 0 {
-				b.cutFrom, b.cutAt, b.cutQ = b.rate, now, q
+				b.cutFrom, b.cutAt, b.cutQ, b.cutLevel = b.rate, now, q, q+base
 			}
 			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
 			b.holdUntil = now + srtt + budgetInterval
