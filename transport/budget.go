@@ -485,14 +485,14 @@ func (b *budget) nextSlot(now time.Duration) time.Duration {
 }
 
 // shedStale runs at the start of a Flush after one that the budget held
-// back: a queued sequenced message that a newer queued one on the same
+// back (or a full span of seqs: Channel.pacedRoom): a queued sequenced message that a newer queued one on the same
 // stream supersedes is dropped (the peer would discard it anyway), and so
 // is an unreliable message queued more than Config.UnreliableMaxAge ago.
 // Messages partly sent (large ones, piece by piece) stay. O(queued), no
 // allocation: latest is a per-stream scratch array.
 func (c *Channel) shedStale() {
 	b := &c.budget
-	if !b.on || !b.paced || len(c.outMsgs) == 0 {
+	if !b.on || !b.paced && !c.spanHeld || len(c.outMsgs) == 0 {
 		return
 	}
 	latest := c.seqLatest

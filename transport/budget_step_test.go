@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/ackmap"
 	"github.com/tickwire/tickwire/transport/simlink"
 )
 
@@ -67,24 +68,31 @@ func TestBudgetDelayStepIsNotQueue(t *testing.T) {
 // the bottleneck tests' ~400 KB/s, mostly unreliable and sequenced), the
 // datagrams that carry only unreliable frames must not evict the tracked
 // ones before their acks return: the reliable stream keeps being acked
-// and released, and RTT samples keep coming. (Before they went untracked
-// near a full window, every seq was evicted as lost, nothing was ever
+// and released, and RTT samples keep coming. With the default window
+// (64) they go untracked near a full window; with a window of 16 its span
+// of seqs (64) is full too, and they wait for acks (SpanWaits) rather
+// than evict. (Before, every seq was evicted as lost, nothing was ever
 // acked, and the reliable stream stalled with every message delivered.)
 func TestUnreliableFloodKeepsAcks(t *testing.T) {
-	seed := *budgetSeed
-	link := simlink.LinkConfig{MTU: MaxMTU, Delay: 250 * time.Millisecond, Jitter: 2 * time.Millisecond}
-	br := newBudgetRun(t, seed, link)
-	r := br.r
-	if err := r.net.SetLink(r.b.conn.LocalAddr(), r.a.conn.LocalAddr(), link); err != nil {
-		t.Fatal(err)
-	}
-	br.run(8*time.Second, true)
-	st := r.a.ch.Stats()
-	rs := r.a.ch.reliable[1]
-	t.Logf("accepted %d reliable, released %d, unacked %d; ack %+v; SRTT %v; budget %+v", br.o.nextID, rs.released, rs.unacked, st.Ack, st.SRTT, st.Budget)
-	// 8 s at 60 Hz offers 480; a round trip (500 ms) holds about 30.
-	if int(rs.released) < br.o.nextID-60 || br.o.nextID < 400 || st.SRTT < 500*time.Millisecond || r.a.ch.Stalled() != nil {
-		t.Errorf("an unreliable flood on a 500 ms round trip: %d reliable messages accepted, %d released (want all but the last round trip's, of ≥ 400), SRTT %v, %d acked of %d sent, %d evicted; reproduce: go test ./transport -run TestUnreliableFloodKeepsAcks -budget.seed=%d -v",
-			br.o.nextID, rs.released, st.SRTT, st.Ack.Acked, st.Ack.Sent, st.Ack.Lost, seed)
+	for _, c := range []struct {
+		window   int
+		released int // of the 480 accepted, at least
+		spanWait bool
+	}{{64, 420, false}, {16, 240, true}} {
+		t.Run(fmt.Sprintf("window=%d", c.window), func(t *testing.T) {
+			seed := *budgetSeed
+			link := simlink.LinkConfig{MTU: MaxMTU, Delay: 250 * time.Millisecond, Jitter: 2 * time.Millisecond}
+			r := newRig(t, seed, Config{Ack: ackmap.Config{MaxInFlight: c.window}}, link)
+			br := &budgetRun{r: r, o: newOffer(), delay: link.Delay, sentAt: map[uint64]time.Duration{}}
+			br.run(8*time.Second, true)
+			st := r.a.ch.Stats()
+			rs := r.a.ch.reliable[1]
+			t.Logf("accepted %d reliable, released %d, unacked %d; span waits %d; ack %+v; SRTT %v; budget %+v", br.o.nextID, rs.released, rs.unacked, st.SpanWaits, st.Ack, st.SRTT, st.Budget)
+			// 8 s at 60 Hz offers 480; a round trip (500 ms) holds about 30.
+			if int(rs.released) < c.released || br.o.nextID < 400 || st.SRTT < 500*time.Millisecond || r.a.ch.Stalled() != nil || c.spanWait && st.SpanWaits == 0 {
+				t.Errorf("an unreliable flood on a 500 ms round trip, window %d: %d reliable messages accepted, %d released (want ≥ %d), SRTT %v, %d acked of %d sent, %d lost, %d span waits (want some: %v); reproduce: go test ./transport -run 'TestUnreliableFloodKeepsAcks/window=%d$' -budget.seed=%d -v",
+					c.window, br.o.nextID, rs.released, c.released, st.SRTT, st.Ack.Acked, st.Ack.Sent, st.Ack.Lost, st.SpanWaits, c.spanWait, c.window, seed)
+			}
+		})
 	}
 }

@@ -145,6 +145,9 @@ type Channel struct {
 	// lossy is adaptive redundancy's switch (Config.Redundancy), with
 	// hysteresis on the tracker's LinkLoss.
 	lossy bool
+	// spanHeld: this Flush held unreliable or sequenced messages back for
+	// a full span of seqs (pacedRoom; ChannelStats.SpanWaits).
+	spanHeld bool
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -400,6 +403,7 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.shedStale()
 		c.budget.paced = false
 	}
+	c.spanHeld = false
 
 	if c.closing && c.room(wire.DisconnectFrameLen) {
 		c.cur = wire.AppendDisconnectFrame(c.cur, wire.DisconnectFrame{Reason: c.closeWhy})
@@ -1073,13 +1077,42 @@ func (c *Channel) tagLen() int {
 }
 
 // pacedRoom is room for traffic the send budget paces: a new datagram opens
-// only while the bucket has tokens (budget.mayOpen).
+// only while the bucket has tokens (budget.mayOpen) and the span of seqs
+// has room beyond half the in-flight margin (spanRoom).
 func (c *Channel) pacedRoom(n int) bool {
-	if !c.fits(n) && !c.budget.mayOpen() {
-		c.finish()
-		return false
+	if !c.fits(n) {
+		if c.spanRoom() <= c.inFlightMargin()/2 {
+			// Untracked near a full window (finish), these datagrams
+			// still take seqs of the span: past it, each would evict the
+			// oldest datagram awaiting a verdict, and a stream of them
+			// on a long round trip would evict every one before its ack
+			// returned. Wait for acks instead (an ack wakes the loop;
+			// the next Flush sheds what went stale meanwhile, as when
+			// the budget paces).
+			if !c.spanHeld {
+				c.spanHeld = true
+				c.stats.SpanWaits++
+			}
+			c.finish()
+			return false
+		}
+		if !c.budget.mayOpen() {
+			c.finish()
+			return false
+		}
 	}
 	return c.room(n)
+}
+
+// spanRoom is how many more datagrams the span of seqs from the oldest
+// one awaiting a verdict holds before a send evicts it
+// (SendTracker.SpanLimit less Span), counting the one being built.
+func (c *Channel) spanRoom() int {
+	room := c.tracker.SpanLimit() - c.tracker.Span()
+	if c.cur != nil {
+		room--
+	}
+	return room
 }
 
 // fits reports whether n more bytes fit the open datagram.
