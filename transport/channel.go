@@ -145,6 +145,9 @@ type Channel struct {
 	// lossy is adaptive redundancy's switch (Config.Redundancy), with
 	// hysteresis on the tracker's LinkLoss.
 	lossy bool
+	// spanHeld: this Flush held unreliable or sequenced messages back for
+	// a full span of seqs (pacedRoom; ChannelStats.SpanWaits).
+	spanHeld bool
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -400,6 +403,7 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.shedStale()
 		c.budget.paced = false
 	}
+	c.spanHeld = false
 
 	if c.closing && c.room(wire.DisconnectFrameLen) {
 		c.cur = wire.AppendDisconnectFrame(c.cur, wire.DisconnectFrame{Reason: c.closeWhy})
@@ -1073,13 +1077,42 @@ func (c *Channel) tagLen() int {
 }
 
 // pacedRoom is room for traffic the send budget paces: a new datagram opens
-// only while the bucket has tokens (budget.mayOpen).
+// only while the bucket has tokens (budget.mayOpen) and the span of seqs
+// has room beyond half the in-flight margin (spanRoom).
 func (c *Channel) pacedRoom(n int) bool {
-	if !c.fits(n) && !c.budget.mayOpen() {
-		c.finish()
-		return false
+	if !c.fits(n) {
+		if c.spanRoom() <= c.inFlightMargin()/2 {
+			// Untracked near a full window (finish), these datagrams
+			// still take seqs of the span: past it, each would evict the
+			// oldest datagram awaiting a verdict, and a stream of them
+			// on a long round trip would evict every one before its ack
+			// returned. Wait for acks instead (an ack wakes the loop;
+			// the next Flush sheds what went stale meanwhile, as when
+			// the budget paces).
+			if !c.spanHeld {
+				c.spanHeld = true
+				c.stats.SpanWaits++
+			}
+			c.finish()
+			return false
+		}
+		if !c.budget.mayOpen() {
+			c.finish()
+			return false
+		}
 	}
 	return c.room(n)
+}
+
+// spanRoom is how many more datagrams the span of seqs from the oldest
+// one awaiting a verdict holds before a send evicts it
+// (SendTracker.SpanLimit less Span), counting the one being built.
+func (c *Channel) spanRoom() int {
+	room := c.tracker.SpanLimit() - c.tracker.Span()
+	if c.cur != nil {
+		room--
+	}
+	return room
 }
 
 // fits reports whether n more bytes fit the open datagram.
@@ -1098,7 +1131,19 @@ func (c *Channel) finish() {
 	}
 	var seq wire.Seq
 	var evs []ackmap.Event
-	if c.curFrame == 0 {
+	tracked := c.curFrame > 0
+	if tracked && c.man.n == 0 && c.curRec == ackmap.NoRecord && c.tracker.InFlightRoom() <= 2*c.inFlightMargin() {
+		// Only unreliable and sequenced frames (nothing waits for this
+		// datagram's verdict), and the in-flight window nearly full: the
+		// datagram goes untracked, as a standalone ack does. Tracked, a
+		// stream of them would evict every pending seq before its ack
+		// could return on a path whose round trip outlasts the window —
+		// no ack, no RTT sample, and reliable messages never released
+		// (the stream stalls) — and would take the room the reliable
+		// path keeps (inFlightMargin). The peer acks it all the same.
+		tracked = false
+	}
+	if !tracked {
 		// A standalone ack elicits no ack, so it expects no verdict.
 		seq, evs = c.tracker.Skip(c.events[:0])
 	} else {
@@ -1118,7 +1163,7 @@ func (c *Channel) finish() {
 		evs = c.tracker.Seal(evs, c.sealAfter)
 		c.sealAfter = ackmap.NoRecord
 	}
-	c.budget.spend(len(c.cur)+c.tagLen(), c.curFrame > 0)
+	c.budget.spend(len(c.cur)+c.tagLen(), tracked)
 	c.stats.DatagramsSent++
 	c.stats.BytesSent += uint64(len(c.cur) + c.tagLen())
 	if c.curFrame == 0 {

@@ -893,6 +893,7 @@ type confSim struct {
 	nextSample      time.Duration
 	nextDone        time.Duration
 	nextRebind      int
+	nextRoute       int
 	progressSig     [2][3]uint64 // what wedged compares
 	progressAt      time.Duration
 
@@ -1054,6 +1055,9 @@ func (s *confSim) nextEvent() time.Duration {
 		if s.nextRebind < len(s.sc.rebinds) {
 			t = min(t, s.t0+s.sc.rebinds[s.nextRebind])
 		}
+		if s.nextRoute < len(s.sc.routes) {
+			t = min(t, s.t0+s.sc.routes[s.nextRoute].at)
+		}
 	}
 	return max(t, s.now)
 }
@@ -1101,7 +1105,7 @@ func (s *confSim) run() {
 		} else {
 			if s.trafficOn && s.now >= s.tHeal {
 				s.trafficOn, s.healed = false, true
-				s.link = [2]simlink.LinkConfig{healed(s.sc.link[0]), healed(s.sc.link[1])}
+				s.link = [2]simlink.LinkConfig{healed(s.link[0]), healed(s.link[1])} // a route change stays
 				s.applyLinks()
 				s.nextDone = s.now
 				s.tEnd = max(s.tEnd, s.tHeal+confHealBound+s.drainAllowance())
@@ -1113,6 +1117,14 @@ func (s *confSim) run() {
 				if err := b.sock.rebind(addr); err != nil {
 					s.fail(failSetup, "rebind to %v: %v", addr, err)
 					return
+				}
+				s.applyLinks()
+			}
+			for s.nextRoute < len(s.sc.routes) && s.now >= s.t0+s.sc.routes[s.nextRoute].at {
+				f := s.sc.routes[s.nextRoute].factor
+				s.nextRoute++
+				for i := range s.link {
+					s.link[i].Delay = routed(s.sc.link[i], f)
 				}
 				s.applyLinks()
 			}

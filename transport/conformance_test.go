@@ -19,7 +19,8 @@ import (
 // transport's delivery guarantees, deterministic per seed. Each seed draws
 // a scenario — MTU, per-direction impairments (loss 0–30 %, Gilbert–Elliott
 // bursts, one-way delay 0–250 ms, jitter and the reordering it causes,
-// duplication, a bandwidth cap with a queue), each side's loop style (60 Hz,
+// duplication, a bandwidth cap with a queue, route changes that lengthen or
+// shorten the path for good), each side's loop style (60 Hz,
 // every wake-up, random 1–50 ms; never the same on both sides), pauses of
 // either side up to 3 s, NAT rebindings of the client (Endpoint variant),
 // and traffic of every size from 1 B to MaxMessageSize on every delivery
@@ -89,6 +90,14 @@ type confSideScenario struct {
 	budget    int           // bytes of fragmented messages the side may send
 }
 
+// confRoute is a route change: at (from t0) both directions' one-way delay
+// becomes factor times the drawn one (at most 250 ms), and stays so
+// through the heal.
+type confRoute struct {
+	at     time.Duration
+	factor float64
+}
+
 // confScenario is everything a seed decides.
 type confScenario struct {
 	seed       uint64
@@ -99,6 +108,7 @@ type confScenario struct {
 	side       [2]confSideScenario
 	zeroClient bool            // Endpoint: the client Dials with a zero EndpointConfig
 	rebinds    []time.Duration // Endpoint: the client's public address changes, from t0
+	routes     []confRoute     // the path's delay changes for good, both directions, from t0
 }
 
 // drawScenario derives the scenario of seed for variant. Everything but
@@ -176,7 +186,25 @@ func drawScenario(seed uint64, v confVariant) *confScenario {
 	if v == variantEndpoint {
 		sc.zeroClient, sc.rebinds = zero, rebinds
 	}
+	// Route changes, drawn last so that every draw above is what it was
+	// before they existed: in a third of the seeds, one or two, each a
+	// longer or a shorter path (0.4–2.5×, log-uniform).
+	if r.IntN(3) == 0 {
+		n := 1 + r.IntN(2)
+		for range n {
+			sc.routes = append(sc.routes, confRoute{
+				at:     time.Second + time.Duration(r.Int64N(int64(sc.traffic-2*time.Second))),
+				factor: logUniform(r, 0.4, 2.5),
+			})
+		}
+		sort.Slice(sc.routes, func(i, j int) bool { return sc.routes[i].at < sc.routes[j].at })
+	}
 	return sc
+}
+
+// routed returns drawn with its delay scaled for a route change.
+func routed(drawn simlink.LinkConfig, factor float64) time.Duration {
+	return min(250*time.Millisecond, time.Duration(float64(drawn.Delay)*factor))
 }
 
 // drawLink draws one direction's impairments around a base one-way delay.
@@ -218,6 +246,9 @@ func (sc *confScenario) String() string {
 		}
 		fmt.Fprintf(&b, " bursts=%.1f/s mix=%d/%d/%d window-bursts=%.0f%% huge≤%d budget=%dKB steady=%dHz}",
 			sd.burstRate, sd.mix[0], sd.mix[1], sd.mix[2], 100*sd.pWindow, sd.maxHuge, sd.budget>>10, sd.steadyHz)
+	}
+	for _, rt := range sc.routes {
+		fmt.Fprintf(&b, " route×%.2f@%v", rt.factor, rt.at.Round(10*time.Millisecond))
 	}
 	if sc.variant == variantEndpoint {
 		b.WriteString(" A=server B=client")
@@ -278,6 +309,13 @@ func (sc *confScenario) shorten(d time.Duration) {
 		}
 	}
 	sc.rebinds = keep
+	var routes []confRoute
+	for _, rt := range sc.routes {
+		if rt.at < d {
+			routes = append(routes, rt)
+		}
+	}
+	sc.routes = routes
 }
 
 // runConfSeed runs one seed of one variant.

@@ -14,9 +14,13 @@ import (
 // reach the messages it carried. The channel acks a chatty peer with
 // standalone acks (skipped seqs widen the span, not the in-flight count)
 // while its first datagram, carrying a large reliable message, goes
-// unanswered; the send that evicts it carries an unreliable message and a
-// redundant copy of a small reliable one (so it has a manifest). The large
-// message must be sent again.
+// unanswered; the standalone ack that evicts it takes its manifest slot.
+// The large message must be sent again. An unreliable message queued at
+// the full span waits for room (ChannelStats.SpanWaits) rather than
+// evict anything itself. (Before it waited, the evicting send could carry
+// a manifest of its own and overwrite the evicted one's slot; finish still
+// dispatches the eviction before it puts the new manifest, though no path
+// evicts with a manifest now.)
 func TestSpanEvictionReachesItsMessages(t *testing.T) {
 	var h nopHandler
 	var sink loopSink
@@ -50,6 +54,16 @@ func TestSpanEvictionReachesItsMessages(t *testing.T) {
 	}
 	now += DefaultRedundancyInterval
 	if err := ch.SendUnreliable(make([]byte, 50)); err != nil {
+		t.Fatal(err)
+	}
+	flush()
+	if st := ch.Stats(); st.Ack.LostBy(ackmap.CauseEvicted) != 0 || st.SpanWaits == 0 {
+		t.Fatalf("an unreliable message at a full span: lost by %v, span waits %d; want it held, nothing evicted", lossCauses(st.Ack), st.SpanWaits)
+	}
+	// One more datagram from the peer: its standalone ack evicts.
+	d := wire.AppendChannelHeader(nil, wire.ChannelHeader{Seq: peer, NoAck: true})
+	d = wire.AppendKeepAliveFrame(d, wire.KeepAliveFrame{})
+	if err := ch.Receive(now, d); err != nil {
 		t.Fatal(err)
 	}
 	flush()

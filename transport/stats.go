@@ -58,6 +58,15 @@ type ChannelStats struct {
 	// Stalls counts the times a reliable stream held messages with no
 	// progress for Config.StallWarning (once per stall).
 	Stalls uint64
+	// SpanWaits counts the Flushes that held unreliable or sequenced
+	// messages back because the span of seqs from the oldest datagram
+	// awaiting a verdict was full (ackmap.SendTracker.SpanLimit, 4 ×
+	// MaxInFlight): one more datagram would have evicted that datagram as
+	// lost before its ack could return. They wait for acks (and, with the
+	// send budget on, stale ones are shed as when it paces). A path whose
+	// round trip carries more datagrams than the span shows it: raise
+	// Config.Ack.MaxInFlight.
+	SpanWaits uint64
 	// Budget is the send budget: estimated rate, bucket, queuing delay,
 	// what was shed and why (zero when Config.MaxSendRate is NoSendBudget).
 	Budget BudgetStats
