@@ -153,8 +153,7 @@ type Channel struct {
 	outBytes  int
 	seqNext   []wire.Seq // per sequenced stream
 	reliable  []*reliableSender
-	cursor    []wire.Seq // per reliable stream: where flushReliable looks next
-	fragNext  wire.Seq   // next fragment message id
+	fragNext  wire.Seq // next fragment message id
 	manifests *manifestLog
 	closing   bool
 	closeWhy  wire.DisconnectReason
@@ -174,6 +173,7 @@ type Channel struct {
 	sink      Sink
 	now       time.Duration
 	flushes   uint64 // Flush calls so far: once-per-Flush rules compare it
+	rotor     int    // flushes % len(reliable): the stream flushReliable serves first
 	sentAny   bool   // a datagram left in this Flush
 	burst     int    // datagrams sent in this Flush
 	lastSend  time.Duration
@@ -184,10 +184,10 @@ type Channel struct {
 	// MaxDatagramsPerFlush with work left.
 	wantFlush, budgetHit bool
 
-	// reliableHeld is the reliable messages held by all streams (the sum
-	// of their unacked counts, kept by the streams), so a Flush with none
-	// skips the reliable pass.
-	reliableHeld int
+	// reliableTot is what the streams count together: the messages they
+	// hold and those due for sending, so a Flush with none due skips the
+	// reliable pass.
+	reliableTot sendTotals
 
 	budget    budget  // the send budget (budget.go)
 	seqLatest []int32 // per sequenced stream: scratch for budget.shedStale
@@ -239,14 +239,13 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		seqRecv:   make([]sequencedReceiver, cfg.SequencedStreams),
 		events:    make([]ackmap.Event, 0, 64),
 	}
-	c.cursor = make([]wire.Seq, cfg.OrderedStreams+1)
 	c.budget.init(cfg)
 	if c.budget.on {
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
 	}
 	for s := 0; s <= cfg.OrderedStreams; s++ {
 		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes)
-		rs.held = &c.reliableHeld
+		rs.tot = &c.reliableTot
 		c.reliable = append(c.reliable, rs)
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
 	}
@@ -391,6 +390,9 @@ func (c *Channel) PendingCount() int { return c.tracker.PendingCount() }
 // protocol's behaviour depends on time, not on how often Flush is called.
 func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.flushes++
+	if c.rotor++; c.rotor == len(c.reliable) {
+		c.rotor = 0
+	}
 	c.now, c.sink, c.sentAny, c.burst = now, sink, false, 0
 	c.wantFlush, c.budgetHit = false, false
 	c.dispatch(c.tracker.Expire(c.events[:0], now))
@@ -617,27 +619,38 @@ func (c *Channel) flushRecords() {
 // before their acks could return, so what is not sent now stays due for
 // the next Flush.
 func (c *Channel) flushReliable() {
-	if c.reliableHeld == 0 {
-		return // every stream empty: one round would find nothing and send nothing
+	if c.reliableTot.due == 0 {
+		return // nothing due on any stream: every round would send nothing
 	}
 	n := len(c.reliable)
-	for s, rs := range c.reliable {
-		c.cursor[s] = rs.oldest
-	}
-	first := int(c.flushes % uint64(n))
-	for progress := true; progress; {
+	for round, progress := 0, true; progress; round++ {
 		progress = false
-		s := first
+		s := c.rotor // the first stream served: flushes % n
 		for range n {
-			// A stream with nothing from its cursor on is idle (what
-			// sendNextReliable would find); the test saves the call.
-			if c.cursor[s] != c.reliable[s].next {
+			rs := c.reliable[s]
+			// A stream's walk starts at the first message that may be
+			// due (firstDue): from its oldest, the walk would pass over
+			// everything before it. A stream with nothing due, or
+			// nothing from its cursor on, is idle: sendNextReliable
+			// would walk to its end and find nothing. Its cursor goes
+			// there all the same, so a message that a loss verdict in
+			// this Flush makes due again is taken only where that walk
+			// would have taken it.
+			if rs.due == 0 {
+				rs.cursor = rs.next
+			} else if round == 0 {
+				rs.cursor = rs.firstDue
+			}
+			if rs.due != 0 && rs.cursor != rs.next {
 				switch c.sendNextReliable(uint8(s)) {
 				case sendBlocked:
 					return
 				case sendProgress:
 					progress = true
 				}
+			}
+			if c.reliableTot.due == 0 {
+				return // the rest of this round and the next would find nothing
 			}
 			if s++; s == n {
 				s = 0
@@ -660,8 +673,8 @@ const (
 func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 	rs := c.reliable[s]
 	single := c.single
-	for id := c.cursor[s]; id != rs.next; id++ {
-		c.cursor[s] = id
+	for id := rs.cursor; id != rs.next; id++ {
+		rs.cursor = id
 		sl := rs.slot(id)
 		switch {
 		case sl == nil:
@@ -685,10 +698,11 @@ func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 		c.note(manifestEntry{id: sl.id, stream: s})
 		sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
 		sl.txAt, sl.copies = c.now, 0
-		c.cursor[s] = id + 1
+		rs.subDue(id) // it was due: never sent, or marked for re-sending
+		rs.cursor = id + 1
 		return sendProgress
 	}
-	c.cursor[s] = rs.next
+	rs.cursor = rs.next
 	return sendIdle
 }
 
@@ -717,6 +731,9 @@ func (c *Channel) sendPiece(s uint8, sl *sendSlot) sendOutcome {
 	}
 	setBit(&f.sentMask, i)
 	clearBit(&f.due, i)
+	if !anyBit(&f.due) {
+		c.reliable[s].subDue(sl.id) // its last due piece is on its way
+	}
 	c.cur = wire.AppendReliablePieceFrame(c.cur, pf)
 	c.curFrame++
 	c.stats.FragmentsSent++
