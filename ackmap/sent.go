@@ -428,6 +428,10 @@ func (t *SendTracker) Stats() SendStats {
 	return s
 }
 
+// Acked returns SendStats.Acked alone: a field read, for a caller that
+// reads it on every ack header.
+func (t *SendTracker) Acked() uint64 { return t.stats.Acked }
+
 // LinkLoss returns the link-loss estimate (SendStats.LinkLoss) alone: a
 // field read, for a caller that checks it on every Flush.
 func (t *SendTracker) LinkLoss() float64 { return t.linkLoss }

@@ -399,7 +399,9 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.assembler.Expire(now)
 	if c.budget.on {
 		c.budget.refill(now)
-		c.shedStale()
+		if c.budget.paced && len(c.outMsgs) != 0 {
+			c.shedStale() // (it has nothing to do otherwise)
+		}
 		c.budget.paced = false
 	}
 
@@ -409,10 +411,22 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.closing = false
 	}
 	c.checkStalls()
-	c.flushRecords()
-	c.flushReliable()
-	c.flushQueued()
-	c.flushRedundant()
+	// Each pass is called only when it may have work: the common Flush
+	// skips most of them without a call.
+	if len(c.outRecs) != 0 {
+		c.flushRecords()
+	}
+	if c.reliableTot.due != 0 {
+		c.flushReliable()
+	}
+	if len(c.outMsgs) != 0 {
+		c.flushQueued()
+	} else {
+		c.outBytes = 0
+	}
+	if c.cfg.RedundancyBytes > 0 && (c.cur != nil || !c.sentAny) {
+		c.flushRedundant()
+	}
 	switch {
 	case c.cur != nil || c.sentAny:
 	case c.ackDirty && now >= c.ackDueAt:
@@ -422,7 +436,11 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.curFrame++
 	}
 	c.finish()
-	c.compactArena()
+	if len(c.outMsgs) != 0 || len(c.outRecs) != 0 {
+		c.compactArena()
+	} else {
+		c.outArena = c.outArena[:0]
+	}
 	c.sink = nil
 }
 
@@ -1212,7 +1230,7 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
 			c.budget.samples = rtt.Samples()
 			if c.budget.sample(now, rtt.Latest()) {
-				c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Stats().Acked)
+				c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
 			}
 		}
 	}
@@ -1373,8 +1391,15 @@ func (c *Channel) deliver(m Message) {
 }
 
 // dispatch routes ack/loss verdicts to the reliable messages and records
-// that the datagrams carried.
+// that the datagrams carried. It is inlined: most calls (a Flush's
+// Expire, a send that evicted nothing) have no verdict to route.
 func (c *Channel) dispatch(evs []ackmap.Event) {
+	if len(evs) != 0 {
+		c.dispatchEvents(evs)
+	}
+}
+
+func (c *Channel) dispatchEvents(evs []ackmap.Event) {
 	for i := range evs {
 		ev := &evs[i]
 		switch ev.Kind {
