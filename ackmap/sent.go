@@ -606,8 +606,11 @@ func (t *SendTracker) SendOne(dst []Event, now time.Duration, tag uint64) (wire.
 
 // lossDelay is the time threshold: a seq sent before an acked one is lost
 // once it is this old.
-func (t *SendTracker) lossDelay() time.Duration {
-	return max(t.rttBase()*time.Duration(t.timeEighths)/8, lossGranularity)
+func (t *SendTracker) lossDelay() time.Duration { return t.lossDelayFor(t.rttBase()) }
+
+// lossDelayFor is lossDelay with rttBase already read.
+func (t *SendTracker) lossDelayFor(base time.Duration) time.Duration {
+	return max(base*time.Duration(t.timeEighths)/8, lossGranularity)
 }
 
 // rttBase is max(smoothed RTT, latest RTT), or the initial RTO before the
@@ -670,7 +673,13 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	// since both thresholds grow monotonically more lenient with the seq
 	// (fewer seqs behind the largest, a later send time), so the losses
 	// are a prefix of the pending seqs.
-	delay := t.lossDelay()
+	// The time threshold is as it stood before this header's samples: its
+	// RTT base is read now, the threshold worked out only if a seq is
+	// judged by it (the common header acks the oldest pending seq and
+	// stops there).
+	base := t.rttBase()
+	var delay time.Duration
+	haveDelay := false
 	losing := true
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
@@ -682,6 +691,9 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 				dst = t.resolveSlot(dst, seq, slot, true, CauseNone)
 			case losing:
 				behind := t.largest.Sub(seq) // ≥ 0: seq is in the span, largest too
+				if !haveDelay {
+					delay, haveDelay = t.lossDelayFor(base), true
+				}
 				old := behind > 0 && now-slot.sentAt >= delay
 				var rules uint8
 				if old {
