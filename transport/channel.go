@@ -173,10 +173,12 @@ type Channel struct {
 	sink      Sink
 	now       time.Duration
 	flushes   uint64 // Flush calls so far: once-per-Flush rules compare it
-	rotor     int    // flushes % len(reliable): the stream flushReliable serves first
-	sentAny   bool   // a datagram left in this Flush
-	burst     int    // datagrams sent in this Flush
-	lastSend  time.Duration
+	// stallCheckAt is the now of the latest stall check (checkStalls).
+	stallCheckAt time.Duration
+	rotor        int  // flushes % len(reliable): the stream flushReliable serves first
+	sentAny      bool // a datagram left in this Flush
+	burst        int  // datagrams sent in this Flush
+	lastSend     time.Duration
 
 	// For NextDeadline: wantFlush is set by whatever may give the next
 	// Flush work (a Send, a Disconnect, a datagram received) and cleared
@@ -331,8 +333,21 @@ func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 		return 0, err
 	}
 	sl.buf = wire.AppendReliableFrame(sl.buf, f)
+	if rs.unacked == 1 {
+		c.restartIdle(rs)
+	}
 	c.wantFlush = true
 	return sl.id, nil
+}
+
+// restartIdle brings the stall clock of rs, which just came to hold a
+// message after holding none, to where the stall checks it was passed
+// over in would have left it: restarted at the latest, if one ran since
+// it last held something (checkStalls).
+func (c *Channel) restartIdle(rs *reliableSender) {
+	if rs.idleAt < c.reliableTot.checks {
+		rs.progressAt, rs.seen, rs.warned = c.stallCheckAt, rs.released, false
+	}
 }
 
 // SendRecord queues p as a record send: it goes out in one datagram, or
@@ -445,14 +460,25 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 }
 
 // checkStalls notes each reliable stream's progress and reports the ones
-// that made none for StallWarning. O(streams), no allocation.
+// that made none for StallWarning. O(streams), no allocation. A stream
+// that holds nothing is passed over: the check would restart its stall
+// clock, and SendReliable does that when it next holds a message
+// (restartIdle).
 func (c *Channel) checkStalls() {
+	c.reliableTot.checks++
+	c.stallCheckAt = c.now
+	if c.reliableTot.held == 0 {
+		return
+	}
 	for s, rs := range c.reliable {
 		// The first Flush starts every stream's stall clock: a message
 		// queued before it would otherwise be measured from time 0, and a
 		// channel created at a now past StallTimeout (any clock that does
 		// not start with the session) would stall at its first Flush.
-		if rs.unacked == 0 || rs.released != rs.seen || c.flushes == 1 {
+		if rs.unacked == 0 {
+			continue
+		}
+		if rs.released != rs.seen || c.flushes == 1 {
 			rs.progressAt, rs.seen, rs.warned = c.now, rs.released, false
 			continue
 		}
@@ -1182,32 +1208,14 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return fmt.Errorf("%w: channel header: %w", ErrMalformed, err)
 	}
 	frames := b[n:]
-	nframes := 0
 	// The first frame, when it is a reliable or unreliable one (the
-	// common datagram), is parsed once: validated here and delivered from
-	// r0 or u0 below.
-	var r0 wire.ReliableFrame
-	var u0 wire.UnreliableFrame
-	var t0 wire.FrameType
-	n0 := 0
-	for rest := frames; len(rest) > 0; nframes++ {
-		var k int
-		var err error
-		switch t := wire.FrameType(rest[0]); {
-		case nframes == 0 && t == wire.FrameReliable:
-			r0, k, err = wire.ParseReliableFrame(rest)
-			t0, n0 = t, k
-		case nframes == 0 && t == wire.FrameUnreliable:
-			u0, k, err = wire.ParseUnreliableFrame(rest)
-			t0, n0 = t, k
-		default:
-			_, k, err = wire.SkipFrame(rest)
-		}
-		if err != nil {
-			c.stats.Malformed++
-			return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
-		}
-		rest = rest[k:]
+	// common datagram), is parsed once: validated by scanFrames and
+	// delivered from f0 below.
+	var f0 firstFrame
+	nframes, err := scanFrames(frames, &f0)
+	if err != nil {
+		c.stats.Malformed++
+		return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
 	}
 	switch c.history.Record(h.Seq) {
 	case ackmap.RecvDuplicate:
@@ -1222,30 +1230,20 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
-		evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
-		if err != nil {
-			c.stats.AcksRefused++
-		}
-		c.dispatch(evs)
-		if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
-			c.budget.samples = rtt.Samples()
-			if c.budget.sample(now, rtt.Latest()) {
-				c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
-			}
-		}
+		c.receiveAck(now, h)
 	}
 	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++
 		return nil
 	}
 	dups := c.stats.ReliableDuplicates
-	if n0 > 0 {
-		if t0 == wire.FrameReliable {
-			c.receiveReliable(r0)
+	if f0.n > 0 {
+		if f0.t == wire.FrameReliable {
+			c.receiveReliable(f0.r)
 		} else {
-			c.deliver(Message{Delivery: Unreliable, Payload: u0.Payload})
+			c.deliver(Message{Delivery: Unreliable, Payload: f0.r.Payload})
 		}
-		frames = frames[n0:]
+		frames = frames[f0.n:]
 	}
 	for len(frames) > 0 {
 		frames = frames[c.deliverFrame(frames, now, true):] // validated above
@@ -1265,6 +1263,58 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	c.ackDirty = true
 	c.unacked++
 	return nil
+}
+
+// firstFrame is the first frame of a datagram when it is a reliable or
+// an unreliable one (t), parsed once by scanFrames: n is its length (0
+// for any other first frame), r the frame (for an unreliable one, only
+// its Payload).
+type firstFrame struct {
+	r wire.ReliableFrame
+	t wire.FrameType
+	n int
+}
+
+// scanFrames validates every frame of a datagram and returns how many
+// there are; a reliable or unreliable first frame is kept in f0.
+func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
+	nframes := 0
+	for rest := frames; len(rest) > 0; nframes++ {
+		var k int
+		var err error
+		switch t := wire.FrameType(rest[0]); {
+		case nframes == 0 && t == wire.FrameReliable:
+			f0.r, k, err = wire.ParseReliableFrame(rest)
+			f0.t, f0.n = t, k
+		case nframes == 0 && t == wire.FrameUnreliable:
+			var u wire.UnreliableFrame
+			u, k, err = wire.ParseUnreliableFrame(rest)
+			f0.r.Payload, f0.t, f0.n = u.Payload, t, k
+		default:
+			_, k, err = wire.SkipFrame(rest)
+		}
+		if err != nil {
+			return 0, err
+		}
+		rest = rest[k:]
+	}
+	return nframes, nil
+}
+
+// receiveAck applies the ack header h of a fresh datagram: the verdicts
+// it gives, and the RTT sample it may give the send budget.
+func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader) {
+	evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
+	if err != nil {
+		c.stats.AcksRefused++
+	}
+	c.dispatch(evs)
+	if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
+		c.budget.samples = rtt.Samples()
+		if c.budget.sample(now, rtt.Latest()) {
+			c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
+		}
+	}
 }
 
 // deliverFrame applies the validated frame at the front of f and returns

@@ -71,9 +71,12 @@ func (sl *sendSlot) isDue() bool {
 // sendTotals are the counts a channel's reliable streams keep together,
 // so a Flush can tell at once that none of them has work: held is the
 // messages held (the sum of the streams' unacked), due the messages due
-// for sending (the sum of their due).
+// for sending (the sum of their due); checks counts the channel's stall
+// checks (Channel.checkStalls), so a stream knows whether one ran while
+// it held nothing.
 type sendTotals struct {
 	held, due int
+	checks    uint64
 }
 
 func bitSet(b *[4]uint64, i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
@@ -133,10 +136,15 @@ type reliableSender struct {
 	// progressAt is the time of the stream's last progress: a release, or
 	// the first Flush that found it holding messages after it held none.
 	// released counts releases; warned marks a stall already reported.
+	// A stall check passes over a stream that holds nothing, which would
+	// only restart these: idleAt (tot.checks when it last came to hold
+	// nothing) tells the push that ends the idle spell whether a check
+	// ran in it, and so whether to restart them as that check would have.
 	progressAt time.Duration
 	released   uint64
 	seen       uint64 // released as of the last stall check
 	warned     bool
+	idleAt     uint64
 }
 
 func newReliableSender(window, maxQueued int) *reliableSender {
@@ -319,6 +327,9 @@ func (s *reliableSender) release(sl *sendSlot) {
 	s.queued -= len(sl.buf)
 	s.unacked--
 	s.tot.held--
+	if s.unacked == 0 {
+		s.idleAt = s.tot.checks
+	}
 	if sl.isDue() {
 		s.subDue(sl.id)
 	}
