@@ -284,7 +284,7 @@ func frameTypeOf(d Delivery) wire.FrameType {
 // SendUnreliable queues p to go out once, unacknowledged, on the next
 // Flush. p is copied; the caller may reuse it at once (S-A4).
 func (c *Channel) SendUnreliable(p []byte) error {
-	if err := c.checkQueued(len(p)); err != nil {
+	if err := c.checkQueued(p); err != nil {
 		return err
 	}
 	off := len(c.outArena)
@@ -302,7 +302,7 @@ func (c *Channel) SendSequenced(s uint8, p []byte) error {
 	if int(s) >= len(c.seqNext) {
 		return fmt.Errorf("%w: sequenced stream %d, SequencedStreams %d", ErrNoStream, s, len(c.seqNext))
 	}
-	if err := c.checkQueued(len(p)); err != nil {
+	if err := c.checkQueued(p); err != nil {
 		return err
 	}
 	off := len(c.outArena)
@@ -378,15 +378,15 @@ func (c *Channel) Disconnect(reason wire.DisconnectReason) {
 	c.wantFlush = true
 }
 
-// checkQueued checks a payload of n bytes against MaxMessageSize and its
-// frame (n + framing) against the unreliable queue's byte cap. ErrQueueFull
+// checkQueued checks payload p against MaxMessageSize and its frame (p
+// and the sequenced framing) against the unreliable queue's byte cap. ErrQueueFull
 // is the bare sentinel: back-pressure is an ordinary, frequent answer, and
 // building an error with numbers for it would allocate on every refusal.
-func (c *Channel) checkQueued(n int) error {
-	if n > c.cfg.MaxMessageSize {
+func (c *Channel) checkQueued(p []byte) error {
+	if n := len(p); n > c.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: %d-byte message, MaxMessageSize %d", ErrTooLarge, n, c.cfg.MaxMessageSize)
 	}
-	if c.outBytes+wire.FrameLen(wire.FrameSequenced, n) > c.cfg.UnreliableBytes {
+	if c.outBytes+wire.SequencedFrameLen(wire.SequencedFrame{Payload: p}) > c.cfg.UnreliableBytes {
 		return ErrQueueFull
 	}
 	return nil

@@ -34,7 +34,7 @@ func AppendReliableFrame(dst []byte, f ReliableFrame) []byte {
 }
 
 // ReliableFrameLen returns the exact encoded size of f.
-func ReliableFrameLen(f ReliableFrame) int { return FrameLen(FrameReliable, len(f.Payload)) }
+func ReliableFrameLen(f ReliableFrame) int { return payloadFrameLen(reliableFixed, len(f.Payload)) }
 
 // ParseReliableFrame decodes a reliable frame from the front of b and
 // returns it with the bytes consumed. The payload aliases b. Errors are
