@@ -128,6 +128,7 @@ type Channel struct {
 	// largest channel header.
 	sealed        bool
 	limit, single int
+	margin        int // inFlightMargin: the tracker's MaxInFlight / 8
 
 	tracker  *ackmap.SendTracker
 	history  ackmap.RecvHistory
@@ -241,6 +242,7 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		seqRecv:   make([]sequencedReceiver, cfg.SequencedStreams),
 		events:    make([]ackmap.Event, 0, 64),
 	}
+	c.margin = tr.Config().MaxInFlight / 8
 	c.budget.init(cfg)
 	if c.budget.on {
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
@@ -1070,7 +1072,7 @@ func (c *Channel) inFlightRoom() int {
 // large unreliable and sequenced messages may use half of it (the other
 // half stays for small messages, records and keep-alives): reliable
 // content, sent first in every Flush, can then never starve them.
-func (c *Channel) inFlightMargin() int { return c.tracker.Config().MaxInFlight / 8 }
+func (c *Channel) inFlightMargin() int { return c.margin }
 
 // MaxRecordSize returns the largest payload SendRecord accepts: a record's
 // datagrams go out together in one Flush and must all be in flight at once
@@ -1113,8 +1115,13 @@ func (c *Channel) begin() {
 // MaxDatagramsPerFlush already.
 func (c *Channel) room(n int) bool {
 	if c.cur != nil && len(c.cur)+n <= c.limit {
-		return true
+		return true // (inlined)
 	}
+	return c.openRoom()
+}
+
+// openRoom is room's slow path: finish the open datagram, begin another.
+func (c *Channel) openRoom() bool {
 	c.finish()
 	if c.burst >= c.cfg.MaxDatagramsPerFlush {
 		c.budgetHit = true
@@ -1152,11 +1159,16 @@ func (c *Channel) note(e manifestEntry) {
 	c.man.n++
 }
 
-// finish hands the datagram being built to the sink and gives it its seq.
+// finish hands the datagram being built, if any, to the sink and gives
+// it its seq. It is inlined: a Flush calls it where a datagram may be
+// open, most often when none is.
 func (c *Channel) finish() {
-	if c.cur == nil {
-		return
+	if c.cur != nil {
+		c.finishDatagram()
 	}
+}
+
+func (c *Channel) finishDatagram() {
 	var seq wire.Seq
 	var evs []ackmap.Event
 	if c.curFrame == 0 {
