@@ -18,7 +18,9 @@ func AppendUnreliableFrame(dst []byte, f UnreliableFrame) []byte {
 }
 
 // UnreliableFrameLen returns the exact encoded size of f.
-func UnreliableFrameLen(f UnreliableFrame) int { return payloadFrameLen(unreliableFixed, len(f.Payload)) }
+func UnreliableFrameLen(f UnreliableFrame) int {
+	return payloadFrameLen(unreliableFixed, len(f.Payload))
+}
 
 // ParseUnreliableFrame decodes an unreliable frame from the front of b and
 // returns it with the bytes consumed. The payload aliases b. A wrong type
