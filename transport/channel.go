@@ -174,12 +174,15 @@ type Channel struct {
 	sink      Sink
 	now       time.Duration
 	flushes   uint64 // Flush calls so far: once-per-Flush rules compare it
-	// stallCheckAt is the now of the latest stall check (checkStalls).
-	stallCheckAt time.Duration
-	rotor        int  // flushes % len(reliable): the stream flushReliable serves first
-	sentAny      bool // a datagram left in this Flush
-	burst        int  // datagrams sent in this Flush
-	lastSend     time.Duration
+	// stallCheckAt and prevCheckAt are the now of the latest stall check
+	// (checkStalls) and of the one before; stallPos is how many streams
+	// the latest has passed (all of them but while it calls OnStall).
+	stallCheckAt, prevCheckAt time.Duration
+	stallPos                  int
+	rotor                     int  // flushes % len(reliable): the stream flushReliable serves first
+	sentAny                   bool // a datagram left in this Flush
+	burst                     int  // datagrams sent in this Flush
+	lastSend                  time.Duration
 
 	// For NextDeadline: wantFlush is set by whatever may give the next
 	// Flush work (a Send, a Disconnect, a datagram received) and cleared
@@ -243,6 +246,7 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		events:    make([]ackmap.Event, 0, 64),
 	}
 	c.margin = tr.Config().MaxInFlight / 8
+	c.stallPos = cfg.OrderedStreams + 1 // every stream: no stall check is running
 	c.budget.init(cfg)
 	if c.budget.on {
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
@@ -336,19 +340,24 @@ func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 	}
 	sl.buf = wire.AppendReliableFrame(sl.buf, f)
 	if rs.unacked == 1 {
-		c.restartIdle(rs)
+		c.restartIdle(s, rs)
 	}
 	c.wantFlush = true
 	return sl.id, nil
 }
 
-// restartIdle brings the stall clock of rs, which just came to hold a
-// message after holding none, to where the stall checks it was passed
-// over in would have left it: restarted at the latest, if one ran since
-// it last held something (checkStalls).
-func (c *Channel) restartIdle(rs *reliableSender) {
-	if rs.idleAt < c.reliableTot.checks {
-		rs.progressAt, rs.seen, rs.warned = c.stallCheckAt, rs.released, false
+// restartIdle brings the stall clock of stream s, which just came to
+// hold a message after holding none, to where the stall checks it was
+// passed over in would have left it: restarted by the latest that reached
+// it, if one did since it last held something (checkStalls). (A check
+// calling OnStall has not reached the streams after the stalled one.)
+func (c *Channel) restartIdle(s uint8, rs *reliableSender) {
+	checks, at := c.reliableTot.checks, c.stallCheckAt
+	if int(s) >= c.stallPos {
+		checks, at = checks-1, c.prevCheckAt
+	}
+	if rs.idleAt < checks {
+		rs.progressAt, rs.seen, rs.warned = at, rs.released, false
 	}
 }
 
@@ -468,7 +477,7 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 // (restartIdle).
 func (c *Channel) checkStalls() {
 	c.reliableTot.checks++
-	c.stallCheckAt = c.now
+	c.prevCheckAt, c.stallCheckAt = c.stallCheckAt, c.now
 	if c.reliableTot.held == 0 {
 		return
 	}
@@ -488,7 +497,9 @@ func (c *Channel) checkStalls() {
 			rs.warned = true
 			c.stats.Stalls++
 			if h, ok := c.handler.(StallHandler); ok {
+				c.stallPos = s + 1 // a message it sends on a later stream meets that stream unchecked
 				h.OnStall(uint8(s), rs.unacked, stalled)
+				c.stallPos = len(c.reliable)
 			}
 		}
 	}

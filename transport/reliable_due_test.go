@@ -99,3 +99,57 @@ func TestReliableDueCounts(t *testing.T) {
 		}
 	}
 }
+
+// stallSender records stall warnings and, on a warning for stream from,
+// sends a message on stream to.
+type stallSender struct {
+	nopHandler
+	ch       *Channel
+	from, to uint8
+	stalls   []string
+}
+
+func (h *stallSender) OnStall(stream uint8, held int, d time.Duration) {
+	h.stalls = append(h.stalls, fmt.Sprintf("%d:%d:%v", stream, held, d))
+	if stream == h.from {
+		h.ch.SendReliable(h.to, []byte("sent from OnStall"))
+	}
+}
+
+// TestStallCheckSendFromOnStall: a stall check passes over streams that
+// hold nothing, yet a message an OnStall handler sends on such a stream
+// meets the same clock as when every stream was checked in turn: on a
+// stream after the stalled one it is judged in the same check, from the
+// previous check (so it warns at once here, the checks being further
+// apart than StallWarning); on a stream before it, its clock starts at
+// this check.
+func TestStallCheckSendFromOnStall(t *testing.T) {
+	for _, c := range []struct {
+		from, to uint8
+		want     []string
+	}{
+		{1, 3, []string{"1:1:150ms", "3:1:150ms"}},
+		{3, 1, []string{"3:1:150ms"}},
+	} {
+		h := &stallSender{from: c.from, to: c.to}
+		ch, err := NewChannel(Config{StallWarning: 100 * time.Millisecond, StallTimeout: 10 * time.Second}, h, 1, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.ch = ch
+		var sink loopSink // nothing is delivered: the message stays unacked
+		if _, err := ch.SendReliable(c.from, []byte("never acked")); err != nil {
+			t.Fatal(err)
+		}
+		ch.Flush(time.Second, &sink)
+		ch.Flush(time.Second+150*time.Millisecond, &sink)
+		if fmt.Sprint(h.stalls) != fmt.Sprint(c.want) {
+			t.Fatalf("stall %d sends on %d: warnings %v, want %v", c.from, c.to, h.stalls, c.want)
+		}
+		ch.Flush(time.Second+200*time.Millisecond, &sink)
+		ch.Flush(time.Second+260*time.Millisecond, &sink)
+		if c.from == 3 && fmt.Sprint(h.stalls) != "[3:1:150ms 1:1:110ms]" {
+			t.Fatalf("stream 1's clock after its message from OnStall: warnings %v, want it at 110 ms", h.stalls)
+		}
+	}
+}
