@@ -46,3 +46,27 @@ func TestParsePayloadFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestParseReliableFrameFastPath: ParseReliableFrame's inline decoding of
+// a short payload gives exactly what the general decoder gives.
+func TestParseReliableFrameFastPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 200000; i++ {
+		b := make([]byte, rng.IntN(140))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if len(b) > 0 && rng.IntN(4) != 0 {
+			b[0] = byte(FrameReliable)
+		}
+		if len(b) > reliableFixed && rng.IntN(2) == 0 {
+			b[reliableFixed] = byte(max(0, len(b)-reliableFixed-1-rng.IntN(3)+rng.IntN(3)))
+		}
+		f1, n1, err1 := ParseReliableFrame(b)
+		f2, n2, err2 := parseReliableFrame(b)
+		if n1 != n2 || err1 != err2 || f1.Stream != f2.Stream || f1.MessageID != f2.MessageID ||
+			len(f1.Payload) != len(f2.Payload) || cap(f1.Payload) != cap(f2.Payload) || len(f1.Payload) > 0 && &f1.Payload[0] != &f2.Payload[0] {
+			t.Fatalf("% x: fast %+v %d %v, general %+v %d %v", b, f1, n1, err1, f2, n2, err2)
+		}
+	}
+}
