@@ -1406,6 +1406,12 @@ func (c *Channel) receiveReliable(r wire.ReliableFrame) {
 		return
 	}
 	rr := c.rrecv[r.Stream]
+	if rr.ordered && r.MessageID == rr.next {
+		// The next message of an ordered stream (the common case):
+		// accept's verdict is recvDeliver.
+		c.deliverReliable(rr, r.Stream, r.MessageID, r.Payload)
+		return
+	}
 	c.reliableVerdict(rr, r.Stream, r.MessageID, r.Payload, rr.accept(r.MessageID, r.Payload))
 }
 
@@ -1425,20 +1431,27 @@ func (c *Channel) reliableVerdict(rr *reliableReceiver, stream uint8, id wire.Se
 	case recvBuffered:
 		c.stats.ReliableBuffered++
 	case recvDeliver:
-		c.deliver(Message{Delivery: Reliable, Stream: stream, ID: id, Payload: msg})
-		rr.release(id)
-		if !rr.ordered {
+		c.deliverReliable(rr, stream, id, msg)
+	}
+}
+
+// deliverReliable delivers message id, which the receiver rr said to
+// deliver (recvDeliver), and then every held message of an ordered
+// stream that follows it.
+func (c *Channel) deliverReliable(rr *reliableReceiver, stream uint8, id wire.Seq, msg []byte) {
+	c.deliver(Message{Delivery: Reliable, Stream: stream, ID: id, Payload: msg})
+	rr.release(id)
+	if !rr.ordered {
+		return
+	}
+	for {
+		next := rr.next + 1
+		p, ok := rr.delivered()
+		if !ok {
 			return
 		}
-		for {
-			next := rr.next + 1
-			p, ok := rr.delivered()
-			if !ok {
-				return
-			}
-			c.deliver(Message{Delivery: Reliable, Stream: stream, ID: next, Payload: p})
-			rr.release(next)
-		}
+		c.deliver(Message{Delivery: Reliable, Stream: stream, ID: next, Payload: p})
+		rr.release(next)
 	}
 }
 
