@@ -450,7 +450,7 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	} else {
 		c.outBytes = 0
 	}
-	if c.cfg.RedundancyBytes > 0 && (c.cur != nil || !c.sentAny) {
+	if c.cfg.RedundancyBytes > 0 && (c.cur != nil || !c.sentAny) && c.redundancyOn() {
 		c.flushRedundant()
 	}
 	switch {
@@ -913,11 +913,12 @@ func (c *Channel) compactArena() {
 // datagram was due before that; NextDeadline wakes the loop then), while
 // the in-flight window has room. A lost message then costs one interval,
 // not a loss verdict's round trip.
+//
+// Flush calls it only when there is room for a copy (a datagram open, or
+// none sent in this Flush) and copies may ride now: redundancyOn, asked
+// there in that order, as this pass asked it when it started.
 func (c *Channel) flushRedundant() {
 	budget := c.cfg.RedundancyBytes
-	if budget <= 0 || (c.cur == nil && c.sentAny) || !c.redundancyOn() {
-		return
-	}
 	maxCopies, ackDue := c.copyBounds()
 	ival := c.cfg.RedundancyInterval
 	ride, alone := ival-ival/4, ival+ival/4 // see the doc comment
