@@ -319,6 +319,7 @@ type record struct {
 // a channel's tracker.
 type SendTracker struct {
 	cfg       Config
+	rtoFloor  time.Duration // min(MinRTO, InitialRTO, MaxRTO): no RTO is shorter
 	ring      *SeqBuffer[sentSeq]
 	spanLimit int      // ring size: the largest next − oldest
 	next      wire.Seq // seq the next Send uses
@@ -370,6 +371,7 @@ func NewSendTracker(cfg Config, first wire.Seq) (*SendTracker, error) {
 	span := spanLimitFor(cfg.MaxInFlight)
 	return &SendTracker{
 		cfg:         cfg,
+		rtoFloor:    min(cfg.MinRTO, cfg.InitialRTO, cfg.MaxRTO),
 		ring:        NewSeqBuffer[sentSeq](span),
 		spanLimit:   span,
 		next:        first,
@@ -839,10 +841,10 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 			t.advanceOldest()
 		}
 	}
-	// RTO is at least floor (its clamps and a backoff of at least 1), so
-	// a pending seq younger than floor needs no RTO computed: the common
+	// RTO is at least rtoFloor (its clamps and a backoff of at least 1),
+	// so a pending seq younger than that needs no RTO computed: the common
 	// Flush, whose oldest pending seq left a tick ago, skips it.
-	floor := min(t.cfg.MinRTO, t.cfg.InitialRTO, t.cfg.MaxRTO)
+	floor := t.rtoFloor
 	var rto time.Duration
 	haveRTO := false
 	expired := false
