@@ -1505,7 +1505,9 @@ func (c *Channel) dispatchEvents(evs []ackmap.Event) {
 				case e.frag:
 					rs.lostPiece(e.id, int(e.piece))
 				case acked:
-					rs.ackWhole(e.id)
+					if sl := rs.slot(e.id); sl != nil {
+						rs.release(sl) // ackWhole, inline
+					}
 				default:
 					rs.lostWhole(e.id)
 				}

@@ -193,7 +193,15 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	sl := &s.slots[id&s.mask]
 	buf := sl.buf[:0]
 	if cap(buf) < n {
-		buf = s.takeBuf(buf, n)
+		if k := len(s.spare) - 1; buf == nil && k >= 0 && cap(s.spare[k]) >= n {
+			// takeBuf's common case, inline: the slot has no buffer
+			// (the window moved it to spare) and the newest spare fits.
+			buf = s.spare[k][:0]
+			s.spare[k] = nil
+			s.spare = s.spare[:k]
+		} else {
+			buf = s.takeBuf(buf, n)
+		}
 	}
 	*sl = sendSlot{id: id, state: msgQueued, buf: buf}
 	s.next++
