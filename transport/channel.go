@@ -1262,8 +1262,13 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	dups := c.stats.ReliableDuplicates
 	if f0.n > 0 {
+		r := f0.r
 		if f0.t == wire.FrameReliable {
-			c.receiveReliable(f0.r)
+			if int(r.Stream) < len(c.rrecv) && c.rrecv[r.Stream].ordered && r.MessageID == c.rrecv[r.Stream].next {
+				c.deliverReliable(c.rrecv[r.Stream], r.Stream, r.MessageID, r.Payload) // receiveReliable's common case
+			} else {
+				c.receiveReliable(r)
+			}
 		} else {
 			c.deliver(Message{Delivery: Unreliable, Payload: f0.r.Payload})
 		}
