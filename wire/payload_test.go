@@ -47,8 +47,9 @@ func TestParsePayloadFastPath(t *testing.T) {
 	}
 }
 
-// TestParseReliableFrameFastPath: ParseReliableFrame's inline decoding of
-// a short payload gives exactly what the general decoder gives.
+// TestParseReliableFrameFastPath: ParseReliableFrame's and
+// ParseUnreliableFrame's inline decoding of a short payload gives exactly
+// what the general decoders give.
 func TestParseReliableFrameFastPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 200000; i++ {
@@ -67,6 +68,20 @@ func TestParseReliableFrameFastPath(t *testing.T) {
 		if n1 != n2 || err1 != err2 || f1.Stream != f2.Stream || f1.MessageID != f2.MessageID ||
 			len(f1.Payload) != len(f2.Payload) || cap(f1.Payload) != cap(f2.Payload) || len(f1.Payload) > 0 && &f1.Payload[0] != &f2.Payload[0] {
 			t.Fatalf("% x: fast %+v %d %v, general %+v %d %v", b, f1, n1, err1, f2, n2, err2)
+		}
+		u1, n1, err1 := ParseUnreliableFrame(b)
+		u2, n2, err2 := parseUnreliableFrame(b)
+		if len(b) > 0 && rng.IntN(2) == 0 {
+			b[0] = byte(FrameUnreliable)
+			if len(b) > unreliableFixed && rng.IntN(2) == 0 {
+				b[unreliableFixed] = byte(max(0, len(b)-unreliableFixed-1-rng.IntN(3)+rng.IntN(3)))
+			}
+			u1, n1, err1 = ParseUnreliableFrame(b)
+			u2, n2, err2 = parseUnreliableFrame(b)
+		}
+		if n1 != n2 || err1 != err2 || len(u1.Payload) != len(u2.Payload) || cap(u1.Payload) != cap(u2.Payload) ||
+			len(u1.Payload) > 0 && &u1.Payload[0] != &u2.Payload[0] {
+			t.Fatalf("% x: fast %d %v, general %d %v", b, n1, err1, n2, err2)
 		}
 	}
 }
