@@ -867,8 +867,12 @@ func (c *Channel) flushQueued() {
 			break
 		}
 	}
-	c.outMsgs = append(c.outMsgs[:0], c.outMsgs[done:]...)
 	c.outBytes = 0
+	if done == len(c.outMsgs) {
+		c.outMsgs = c.outMsgs[:0] // all sent (the common Flush)
+		return
+	}
+	c.outMsgs = append(c.outMsgs[:0], c.outMsgs[done:]...)
 	for _, q := range c.outMsgs {
 		c.outBytes += int(q.n)
 	}
