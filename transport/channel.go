@@ -252,8 +252,7 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
 	}
 	for s := 0; s <= cfg.OrderedStreams; s++ {
-		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes)
-		rs.tot = &c.reliableTot
+		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes, &c.reliableTot)
 		c.reliable = append(c.reliable, rs)
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
 	}

@@ -147,12 +147,17 @@ type reliableSender struct {
 	idleAt     uint64
 }
 
-func newReliableSender(window, maxQueued int) *reliableSender {
+// newReliableSender returns a stream's sender counting into tot (the
+// channel's sums; nil for a sender of its own).
+func newReliableSender(window, maxQueued int, tot *sendTotals) *reliableSender {
+	if tot == nil {
+		tot = &sendTotals{}
+	}
 	return &reliableSender{
 		window:    window,
 		mask:      wire.Seq(window - 1),
 		maxQueued: maxQueued,
-		tot:       &sendTotals{},
+		tot:       tot,
 	}
 }
 
