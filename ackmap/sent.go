@@ -319,6 +319,7 @@ type record struct {
 // a channel's tracker.
 type SendTracker struct {
 	cfg       Config
+	rtoFloor  time.Duration // min(MinRTO, InitialRTO, MaxRTO): no RTO is shorter
 	ring      *SeqBuffer[sentSeq]
 	spanLimit int      // ring size: the largest next − oldest
 	next      wire.Seq // seq the next Send uses
@@ -370,6 +371,7 @@ func NewSendTracker(cfg Config, first wire.Seq) (*SendTracker, error) {
 	span := spanLimitFor(cfg.MaxInFlight)
 	return &SendTracker{
 		cfg:         cfg,
+		rtoFloor:    min(cfg.MinRTO, cfg.InitialRTO, cfg.MaxRTO),
 		ring:        NewSeqBuffer[sentSeq](span),
 		spanLimit:   span,
 		next:        first,
@@ -427,6 +429,10 @@ func (t *SendTracker) Stats() SendStats {
 	s.PeerAckDelay = t.ackDelay
 	return s
 }
+
+// Acked returns SendStats.Acked alone: a field read, for a caller that
+// reads it on every ack header.
+func (t *SendTracker) Acked() uint64 { return t.stats.Acked }
 
 // LinkLoss returns the link-loss estimate (SendStats.LinkLoss) alone: a
 // field read, for a caller that checks it on every Flush.
@@ -602,8 +608,11 @@ func (t *SendTracker) SendOne(dst []Event, now time.Duration, tag uint64) (wire.
 
 // lossDelay is the time threshold: a seq sent before an acked one is lost
 // once it is this old.
-func (t *SendTracker) lossDelay() time.Duration {
-	return max(t.rttBase()*time.Duration(t.timeEighths)/8, lossGranularity)
+func (t *SendTracker) lossDelay() time.Duration { return t.lossDelayFor(t.rttBase()) }
+
+// lossDelayFor is lossDelay with rttBase already read.
+func (t *SendTracker) lossDelayFor(base time.Duration) time.Duration {
+	return max(base*time.Duration(t.timeEighths)/8, lossGranularity)
 }
 
 // rttBase is max(smoothed RTT, latest RTT), or the initial RTO before the
@@ -666,7 +675,13 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	// since both thresholds grow monotonically more lenient with the seq
 	// (fewer seqs behind the largest, a later send time), so the losses
 	// are a prefix of the pending seqs.
-	delay := t.lossDelay()
+	// The time threshold is as it stood before this header's samples: its
+	// RTT base is read now, the threshold worked out only if a seq is
+	// judged by it (the common header acks the oldest pending seq and
+	// stops there).
+	base := t.rttBase()
+	var delay time.Duration
+	haveDelay := false
 	losing := true
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
@@ -678,6 +693,9 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 				dst = t.resolveSlot(dst, seq, slot, true, CauseNone)
 			case losing:
 				behind := t.largest.Sub(seq) // ≥ 0: seq is in the span, largest too
+				if !haveDelay {
+					delay, haveDelay = t.lossDelayFor(base), true
+				}
 				old := behind > 0 && now-slot.sentAt >= delay
 				var rules uint8
 				if old {
@@ -823,10 +841,10 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 			t.advanceOldest()
 		}
 	}
-	// RTO is at least floor (its clamps and a backoff of at least 1), so
-	// a pending seq younger than floor needs no RTO computed: the common
+	// RTO is at least rtoFloor (its clamps and a backoff of at least 1),
+	// so a pending seq younger than that needs no RTO computed: the common
 	// Flush, whose oldest pending seq left a tick ago, skips it.
-	floor := min(t.cfg.MinRTO, t.cfg.InitialRTO, t.cfg.MaxRTO)
+	floor := t.rtoFloor
 	var rto time.Duration
 	haveRTO := false
 	expired := false

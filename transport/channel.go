@@ -128,6 +128,7 @@ type Channel struct {
 	// largest channel header.
 	sealed        bool
 	limit, single int
+	margin        int // inFlightMargin: the tracker's MaxInFlight / 8
 
 	tracker  *ackmap.SendTracker
 	history  ackmap.RecvHistory
@@ -156,8 +157,7 @@ type Channel struct {
 	outBytes  int
 	seqNext   []wire.Seq // per sequenced stream
 	reliable  []*reliableSender
-	cursor    []wire.Seq // per reliable stream: where flushReliable looks next
-	fragNext  wire.Seq   // next fragment message id
+	fragNext  wire.Seq // next fragment message id
 	manifests *manifestLog
 	closing   bool
 	closeWhy  wire.DisconnectReason
@@ -177,9 +177,15 @@ type Channel struct {
 	sink      Sink
 	now       time.Duration
 	flushes   uint64 // Flush calls so far: once-per-Flush rules compare it
-	sentAny   bool   // a datagram left in this Flush
-	burst     int    // datagrams sent in this Flush
-	lastSend  time.Duration
+	// stallCheckAt and prevCheckAt are the now of the latest stall check
+	// (checkStalls) and of the one before; stallPos is how many streams
+	// the latest has passed (all of them but while it calls OnStall).
+	stallCheckAt, prevCheckAt time.Duration
+	stallPos                  int
+	rotor                     int  // flushes % len(reliable): the stream flushReliable serves first
+	sentAny                   bool // a datagram left in this Flush
+	burst                     int  // datagrams sent in this Flush
+	lastSend                  time.Duration
 
 	// For NextDeadline: wantFlush is set by whatever may give the next
 	// Flush work (a Send, a Disconnect, a datagram received) and cleared
@@ -187,10 +193,10 @@ type Channel struct {
 	// MaxDatagramsPerFlush with work left.
 	wantFlush, budgetHit bool
 
-	// reliableHeld is the reliable messages held by all streams (the sum
-	// of their unacked counts, kept by the streams), so a Flush with none
-	// skips the reliable pass.
-	reliableHeld int
+	// reliableTot is what the streams count together: the messages they
+	// hold and those due for sending, so a Flush with none due skips the
+	// reliable pass.
+	reliableTot sendTotals
 
 	budget    budget  // the send budget (budget.go)
 	seqLatest []int32 // per sequenced stream: scratch for budget.shedStale
@@ -242,14 +248,14 @@ func newChannel(cfg Config, h Handler, first wire.Seq, secret uint64, sealed boo
 		seqRecv:   make([]sequencedReceiver, cfg.SequencedStreams),
 		events:    make([]ackmap.Event, 0, 64),
 	}
-	c.cursor = make([]wire.Seq, cfg.OrderedStreams+1)
+	c.margin = tr.Config().MaxInFlight / 8
+	c.stallPos = cfg.OrderedStreams + 1 // every stream: no stall check is running
 	c.budget.init(cfg)
 	if c.budget.on {
 		c.seqLatest = make([]int32, cfg.SequencedStreams)
 	}
 	for s := 0; s <= cfg.OrderedStreams; s++ {
-		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes)
-		rs.held = &c.reliableHeld
+		rs := newReliableSender(cfg.ReliableWindow, cfg.ReliableBytes, &c.reliableTot)
 		c.reliable = append(c.reliable, rs)
 		c.rrecv = append(c.rrecv, newReliableReceiver(s != 0, cfg.ReliableWindow, cfg.ReliableBytes))
 	}
@@ -286,7 +292,7 @@ func frameTypeOf(d Delivery) wire.FrameType {
 // SendUnreliable queues p to go out once, unacknowledged, on the next
 // Flush. p is copied; the caller may reuse it at once (S-A4).
 func (c *Channel) SendUnreliable(p []byte) error {
-	if err := c.checkQueued(len(p)); err != nil {
+	if err := c.checkQueued(p); err != nil {
 		return err
 	}
 	off := len(c.outArena)
@@ -304,7 +310,7 @@ func (c *Channel) SendSequenced(s uint8, p []byte) error {
 	if int(s) >= len(c.seqNext) {
 		return fmt.Errorf("%w: sequenced stream %d, SequencedStreams %d", ErrNoStream, s, len(c.seqNext))
 	}
-	if err := c.checkQueued(len(p)); err != nil {
+	if err := c.checkQueued(p); err != nil {
 		return err
 	}
 	off := len(c.outArena)
@@ -335,8 +341,26 @@ func (c *Channel) SendReliable(s uint8, p []byte) (wire.Seq, error) {
 		return 0, err
 	}
 	sl.buf = wire.AppendReliableFrame(sl.buf, f)
+	if rs.unacked == 1 {
+		c.restartIdle(s, rs)
+	}
 	c.wantFlush = true
 	return sl.id, nil
+}
+
+// restartIdle brings the stall clock of stream s, which just came to
+// hold a message after holding none, to where the stall checks it was
+// passed over in would have left it: restarted by the latest that reached
+// it, if one did since it last held something (checkStalls). (A check
+// calling OnStall has not reached the streams after the stalled one.)
+func (c *Channel) restartIdle(s uint8, rs *reliableSender) {
+	checks, at := c.reliableTot.checks, c.stallCheckAt
+	if int(s) >= c.stallPos {
+		checks, at = checks-1, c.prevCheckAt
+	}
+	if rs.idleAt < checks {
+		rs.progressAt, rs.seen, rs.warned = at, rs.released, false
+	}
 }
 
 // SendRecord queues p as a record send: it goes out in one datagram, or
@@ -367,15 +391,15 @@ func (c *Channel) Disconnect(reason wire.DisconnectReason) {
 	c.wantFlush = true
 }
 
-// checkQueued checks a payload of n bytes against MaxMessageSize and its
-// frame (n + framing) against the unreliable queue's byte cap. ErrQueueFull
+// checkQueued checks payload p against MaxMessageSize and its frame (p
+// and the sequenced framing) against the unreliable queue's byte cap. ErrQueueFull
 // is the bare sentinel: back-pressure is an ordinary, frequent answer, and
 // building an error with numbers for it would allocate on every refusal.
-func (c *Channel) checkQueued(n int) error {
-	if n > c.cfg.MaxMessageSize {
+func (c *Channel) checkQueued(p []byte) error {
+	if n := len(p); n > c.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: %d-byte message, MaxMessageSize %d", ErrTooLarge, n, c.cfg.MaxMessageSize)
 	}
-	if c.outBytes+wire.FrameLen(wire.FrameSequenced, n) > c.cfg.UnreliableBytes {
+	if c.outBytes+wire.SequencedFrameLen(wire.SequencedFrame{Payload: p}) > c.cfg.UnreliableBytes {
 		return ErrQueueFull
 	}
 	return nil
@@ -394,13 +418,18 @@ func (c *Channel) PendingCount() int { return c.tracker.PendingCount() }
 // protocol's behaviour depends on time, not on how often Flush is called.
 func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.flushes++
+	if c.rotor++; c.rotor == len(c.reliable) {
+		c.rotor = 0
+	}
 	c.now, c.sink, c.sentAny, c.burst = now, sink, false, 0
 	c.wantFlush, c.budgetHit = false, false
 	c.dispatch(c.tracker.Expire(c.events[:0], now))
 	c.assembler.Expire(now)
 	if c.budget.on {
 		c.budget.refill(now)
-		c.shedStale()
+		if c.budget.paced && len(c.outMsgs) != 0 {
+			c.shedStale() // (it has nothing to do otherwise)
+		}
 		c.budget.paced = false
 	}
 	c.spanHeld = false
@@ -411,10 +440,22 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.closing = false
 	}
 	c.checkStalls()
-	c.flushRecords()
-	c.flushReliable()
-	c.flushQueued()
-	c.flushRedundant()
+	// Each pass is called only when it may have work: the common Flush
+	// skips most of them without a call.
+	if len(c.outRecs) != 0 {
+		c.flushRecords()
+	}
+	if c.reliableTot.due != 0 {
+		c.flushReliable()
+	}
+	if len(c.outMsgs) != 0 {
+		c.flushQueued()
+	} else {
+		c.outBytes = 0
+	}
+	if c.cfg.RedundancyBytes > 0 && (c.cur != nil || !c.sentAny) && c.redundancyOn() {
+		c.flushRedundant()
+	}
 	switch {
 	case c.cur != nil || c.sentAny:
 	case c.ackDirty && now >= c.ackDueAt:
@@ -424,19 +465,34 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 		c.curFrame++
 	}
 	c.finish()
-	c.compactArena()
+	if len(c.outMsgs) != 0 || len(c.outRecs) != 0 {
+		c.compactArena()
+	} else {
+		c.outArena = c.outArena[:0]
+	}
 	c.sink = nil
 }
 
 // checkStalls notes each reliable stream's progress and reports the ones
-// that made none for StallWarning. O(streams), no allocation.
+// that made none for StallWarning. O(streams), no allocation. A stream
+// that holds nothing is passed over: the check would restart its stall
+// clock, and SendReliable does that when it next holds a message
+// (restartIdle).
 func (c *Channel) checkStalls() {
+	c.reliableTot.checks++
+	c.prevCheckAt, c.stallCheckAt = c.stallCheckAt, c.now
+	if c.reliableTot.held == 0 {
+		return
+	}
 	for s, rs := range c.reliable {
 		// The first Flush starts every stream's stall clock: a message
 		// queued before it would otherwise be measured from time 0, and a
 		// channel created at a now past StallTimeout (any clock that does
 		// not start with the session) would stall at its first Flush.
-		if rs.unacked == 0 || rs.released != rs.seen || c.flushes == 1 {
+		if rs.unacked == 0 {
+			continue
+		}
+		if rs.released != rs.seen || c.flushes == 1 {
 			rs.progressAt, rs.seen, rs.warned = c.now, rs.released, false
 			continue
 		}
@@ -444,7 +500,9 @@ func (c *Channel) checkStalls() {
 			rs.warned = true
 			c.stats.Stalls++
 			if h, ok := c.handler.(StallHandler); ok {
+				c.stallPos = s + 1 // a message it sends on a later stream meets that stream unchecked
 				h.OnStall(uint8(s), rs.unacked, stalled)
+				c.stallPos = len(c.reliable)
 			}
 		}
 	}
@@ -621,27 +679,38 @@ func (c *Channel) flushRecords() {
 // before their acks could return, so what is not sent now stays due for
 // the next Flush.
 func (c *Channel) flushReliable() {
-	if c.reliableHeld == 0 {
-		return // every stream empty: one round would find nothing and send nothing
+	if c.reliableTot.due == 0 {
+		return // nothing due on any stream: every round would send nothing
 	}
 	n := len(c.reliable)
-	for s, rs := range c.reliable {
-		c.cursor[s] = rs.oldest
-	}
-	first := int(c.flushes % uint64(n))
-	for progress := true; progress; {
+	for round, progress := 0, true; progress; round++ {
 		progress = false
-		s := first
+		s := c.rotor // the first stream served: flushes % n
 		for range n {
-			// A stream with nothing from its cursor on is idle (what
-			// sendNextReliable would find); the test saves the call.
-			if c.cursor[s] != c.reliable[s].next {
+			rs := c.reliable[s]
+			// A stream's walk starts at the first message that may be
+			// due (firstDue): from its oldest, the walk would pass over
+			// everything before it. A stream with nothing due, or
+			// nothing from its cursor on, is idle: sendNextReliable
+			// would walk to its end and find nothing. Its cursor goes
+			// there all the same, so a message that a loss verdict in
+			// this Flush makes due again is taken only where that walk
+			// would have taken it.
+			if rs.due == 0 {
+				rs.cursor = rs.next
+			} else if round == 0 {
+				rs.cursor = rs.firstDue
+			}
+			if rs.due != 0 && rs.cursor != rs.next {
 				switch c.sendNextReliable(uint8(s)) {
 				case sendBlocked:
 					return
 				case sendProgress:
 					progress = true
 				}
+			}
+			if c.reliableTot.due == 0 {
+				return // the rest of this round and the next would find nothing
 			}
 			if s++; s == n {
 				s = 0
@@ -664,8 +733,8 @@ const (
 func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 	rs := c.reliable[s]
 	single := c.single
-	for id := c.cursor[s]; id != rs.next; id++ {
-		c.cursor[s] = id
+	for id := rs.cursor; id != rs.next; id++ {
+		rs.cursor = id
 		sl := rs.slot(id)
 		switch {
 		case sl == nil:
@@ -689,10 +758,11 @@ func (c *Channel) sendNextReliable(s uint8) sendOutcome {
 		c.note(manifestEntry{id: sl.id, stream: s})
 		sl.sent, sl.resend, sl.lastSent, sl.lastSentAt, sl.state = true, false, c.flushes, c.now, msgInFlight
 		sl.txAt, sl.copies = c.now, 0
-		c.cursor[s] = id + 1
+		rs.subDue(id) // it was due: never sent, or marked for re-sending
+		rs.cursor = id + 1
 		return sendProgress
 	}
-	c.cursor[s] = rs.next
+	rs.cursor = rs.next
 	return sendIdle
 }
 
@@ -721,6 +791,9 @@ func (c *Channel) sendPiece(s uint8, sl *sendSlot) sendOutcome {
 	}
 	setBit(&f.sentMask, i)
 	clearBit(&f.due, i)
+	if !anyBit(&f.due) {
+		c.reliable[s].subDue(sl.id) // its last due piece is on its way
+	}
 	c.cur = wire.AppendReliablePieceFrame(c.cur, pf)
 	c.curFrame++
 	c.stats.FragmentsSent++
@@ -797,8 +870,12 @@ func (c *Channel) flushQueued() {
 			break
 		}
 	}
-	c.outMsgs = append(c.outMsgs[:0], c.outMsgs[done:]...)
 	c.outBytes = 0
+	if done == len(c.outMsgs) {
+		c.outMsgs = c.outMsgs[:0] // all sent (the common Flush)
+		return
+	}
+	c.outMsgs = append(c.outMsgs[:0], c.outMsgs[done:]...)
 	for _, q := range c.outMsgs {
 		c.outBytes += int(q.n)
 	}
@@ -843,11 +920,12 @@ func (c *Channel) compactArena() {
 // datagram was due before that; NextDeadline wakes the loop then), while
 // the in-flight window has room. A lost message then costs one interval,
 // not a loss verdict's round trip.
+//
+// Flush calls it only when there is room for a copy (a datagram open, or
+// none sent in this Flush) and copies may ride now: redundancyOn, asked
+// there in that order, as this pass asked it when it started.
 func (c *Channel) flushRedundant() {
 	budget := c.cfg.RedundancyBytes
-	if budget <= 0 || (c.cur == nil && c.sentAny) || !c.redundancyOn() {
-		return
-	}
 	maxCopies, ackDue := c.copyBounds()
 	ival := c.cfg.RedundancyInterval
 	ride, alone := ival-ival/4, ival+ival/4 // see the doc comment
@@ -1013,7 +1091,7 @@ func (c *Channel) inFlightRoom() int {
 // large unreliable and sequenced messages may use half of it (the other
 // half stays for small messages, records and keep-alives): reliable
 // content, sent first in every Flush, can then never starve them.
-func (c *Channel) inFlightMargin() int { return c.tracker.Config().MaxInFlight / 8 }
+func (c *Channel) inFlightMargin() int { return c.margin }
 
 // MaxRecordSize returns the largest payload SendRecord accepts: a record's
 // datagrams go out together in one Flush and must all be in flight at once
@@ -1056,8 +1134,13 @@ func (c *Channel) begin() {
 // MaxDatagramsPerFlush already.
 func (c *Channel) room(n int) bool {
 	if c.cur != nil && len(c.cur)+n <= c.limit {
-		return true
+		return true // (inlined)
 	}
+	return c.openRoom()
+}
+
+// openRoom is room's slow path: finish the open datagram, begin another.
+func (c *Channel) openRoom() bool {
 	c.finish()
 	if c.burst >= c.cfg.MaxDatagramsPerFlush {
 		c.budgetHit = true
@@ -1124,11 +1207,16 @@ func (c *Channel) note(e manifestEntry) {
 	c.man.n++
 }
 
-// finish hands the datagram being built to the sink and gives it its seq.
+// finish hands the datagram being built, if any, to the sink and gives
+// it its seq. It is inlined: a Flush calls it where a datagram may be
+// open, most often when none is.
 func (c *Channel) finish() {
-	if c.cur == nil {
-		return
+	if c.cur != nil {
+		c.finishDatagram()
 	}
+}
+
+func (c *Channel) finishDatagram() {
 	var seq wire.Seq
 	var evs []ackmap.Event
 	tracked := c.curFrame > 0
@@ -1192,32 +1280,14 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return fmt.Errorf("%w: channel header: %w", ErrMalformed, err)
 	}
 	frames := b[n:]
-	nframes := 0
 	// The first frame, when it is a reliable or unreliable one (the
-	// common datagram), is parsed once: validated here and delivered from
-	// r0 or u0 below.
-	var r0 wire.ReliableFrame
-	var u0 wire.UnreliableFrame
-	var t0 wire.FrameType
-	n0 := 0
-	for rest := frames; len(rest) > 0; nframes++ {
-		var k int
-		var err error
-		switch t := wire.FrameType(rest[0]); {
-		case nframes == 0 && t == wire.FrameReliable:
-			r0, k, err = wire.ParseReliableFrame(rest)
-			t0, n0 = t, k
-		case nframes == 0 && t == wire.FrameUnreliable:
-			u0, k, err = wire.ParseUnreliableFrame(rest)
-			t0, n0 = t, k
-		default:
-			_, k, err = wire.SkipFrame(rest)
-		}
-		if err != nil {
-			c.stats.Malformed++
-			return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
-		}
-		rest = rest[k:]
+	// common datagram), is parsed once: validated by scanFrames and
+	// delivered from f0 below.
+	var f0 firstFrame
+	nframes, err := scanFrames(frames, &f0)
+	if err != nil {
+		c.stats.Malformed++
+		return fmt.Errorf("%w: frame: %w", ErrMalformed, err)
 	}
 	switch c.history.Record(h.Seq) {
 	case ackmap.RecvDuplicate:
@@ -1232,30 +1302,25 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
-		evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
-		if err != nil {
-			c.stats.AcksRefused++
-		}
-		c.dispatch(evs)
-		if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
-			c.budget.samples = rtt.Samples()
-			if c.budget.sample(now, rtt.Latest()) {
-				c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Stats().Acked)
-			}
-		}
+		c.receiveAck(now, h)
 	}
 	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++
 		return nil
 	}
 	dups := c.stats.ReliableDuplicates
-	if n0 > 0 {
-		if t0 == wire.FrameReliable {
-			c.receiveReliable(r0)
+	if f0.n > 0 {
+		r := f0.r
+		if f0.t == wire.FrameReliable {
+			if int(r.Stream) < len(c.rrecv) && c.rrecv[r.Stream].ordered && r.MessageID == c.rrecv[r.Stream].next {
+				c.deliverReliable(c.rrecv[r.Stream], r.Stream, r.MessageID, r.Payload) // receiveReliable's common case
+			} else {
+				c.receiveReliable(r)
+			}
 		} else {
-			c.deliver(Message{Delivery: Unreliable, Payload: u0.Payload})
+			c.deliver(Message{Delivery: Unreliable, Payload: f0.r.Payload})
 		}
-		frames = frames[n0:]
+		frames = frames[f0.n:]
 	}
 	for len(frames) > 0 {
 		frames = frames[c.deliverFrame(frames, now, true):] // validated above
@@ -1275,6 +1340,58 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 	c.ackDirty = true
 	c.unacked++
 	return nil
+}
+
+// firstFrame is the first frame of a datagram when it is a reliable or
+// an unreliable one (t), parsed once by scanFrames: n is its length (0
+// for any other first frame), r the frame (for an unreliable one, only
+// its Payload).
+type firstFrame struct {
+	r wire.ReliableFrame
+	t wire.FrameType
+	n int
+}
+
+// scanFrames validates every frame of a datagram and returns how many
+// there are; a reliable or unreliable first frame is kept in f0.
+func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
+	nframes := 0
+	for rest := frames; len(rest) > 0; nframes++ {
+		var k int
+		var err error
+		switch t := wire.FrameType(rest[0]); {
+		case nframes == 0 && t == wire.FrameReliable:
+			f0.r, k, err = wire.ParseReliableFrame(rest)
+			f0.t, f0.n = t, k
+		case nframes == 0 && t == wire.FrameUnreliable:
+			var u wire.UnreliableFrame
+			u, k, err = wire.ParseUnreliableFrame(rest)
+			f0.r.Payload, f0.t, f0.n = u.Payload, t, k
+		default:
+			_, k, err = wire.SkipFrame(rest)
+		}
+		if err != nil {
+			return 0, err
+		}
+		rest = rest[k:]
+	}
+	return nframes, nil
+}
+
+// receiveAck applies the ack header h of a fresh datagram: the verdicts
+// it gives, and the RTT sample it may give the send budget.
+func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader) {
+	evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
+	if err != nil {
+		c.stats.AcksRefused++
+	}
+	c.dispatch(evs)
+	if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
+		c.budget.samples = rtt.Samples()
+		if c.budget.sample(now, rtt.Latest()) {
+			c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
+		}
+	}
 }
 
 // deliverFrame applies the validated frame at the front of f and returns
@@ -1343,6 +1460,12 @@ func (c *Channel) receiveReliable(r wire.ReliableFrame) {
 		return
 	}
 	rr := c.rrecv[r.Stream]
+	if rr.ordered && r.MessageID == rr.next {
+		// The next message of an ordered stream (the common case):
+		// accept's verdict is recvDeliver.
+		c.deliverReliable(rr, r.Stream, r.MessageID, r.Payload)
+		return
+	}
 	c.reliableVerdict(rr, r.Stream, r.MessageID, r.Payload, rr.accept(r.MessageID, r.Payload))
 }
 
@@ -1362,20 +1485,27 @@ func (c *Channel) reliableVerdict(rr *reliableReceiver, stream uint8, id wire.Se
 	case recvBuffered:
 		c.stats.ReliableBuffered++
 	case recvDeliver:
-		c.deliver(Message{Delivery: Reliable, Stream: stream, ID: id, Payload: msg})
-		rr.release(id)
-		if !rr.ordered {
+		c.deliverReliable(rr, stream, id, msg)
+	}
+}
+
+// deliverReliable delivers message id, which the receiver rr said to
+// deliver (recvDeliver), and then every held message of an ordered
+// stream that follows it.
+func (c *Channel) deliverReliable(rr *reliableReceiver, stream uint8, id wire.Seq, msg []byte) {
+	c.deliver(Message{Delivery: Reliable, Stream: stream, ID: id, Payload: msg})
+	rr.release(id)
+	if !rr.ordered {
+		return
+	}
+	for {
+		next := rr.next + 1
+		p, ok := rr.delivered()
+		if !ok {
 			return
 		}
-		for {
-			next := rr.next + 1
-			p, ok := rr.delivered()
-			if !ok {
-				return
-			}
-			c.deliver(Message{Delivery: Reliable, Stream: stream, ID: next, Payload: p})
-			rr.release(next)
-		}
+		c.deliver(Message{Delivery: Reliable, Stream: stream, ID: next, Payload: p})
+		rr.release(next)
 	}
 }
 
@@ -1401,8 +1531,15 @@ func (c *Channel) deliver(m Message) {
 }
 
 // dispatch routes ack/loss verdicts to the reliable messages and records
-// that the datagrams carried.
+// that the datagrams carried. It is inlined: most calls (a Flush's
+// Expire, a send that evicted nothing) have no verdict to route.
 func (c *Channel) dispatch(evs []ackmap.Event) {
+	if len(evs) != 0 {
+		c.dispatchEvents(evs)
+	}
+}
+
+func (c *Channel) dispatchEvents(evs []ackmap.Event) {
 	for i := range evs {
 		ev := &evs[i]
 		switch ev.Kind {
@@ -1421,7 +1558,9 @@ func (c *Channel) dispatch(evs []ackmap.Event) {
 				case e.frag:
 					rs.lostPiece(e.id, int(e.piece))
 				case acked:
-					rs.ackWhole(e.id)
+					if sl := rs.slot(e.id); sl != nil {
+						rs.release(sl) // ackWhole, inline
+					}
 				default:
 					rs.lostWhole(e.id)
 				}

@@ -56,6 +56,29 @@ type fragState struct {
 	ackedN   int
 }
 
+// isDue reports whether the held message in sl is due for sending: never
+// sent, marked for re-sending after a loss, or a large message with a
+// piece to (re)send. What flushReliable sends is always due; a due
+// message it skips (re-marked in the Flush that sent it) waits for the
+// next Flush.
+func (sl *sendSlot) isDue() bool {
+	if sl.frag != nil {
+		return anyBit(&sl.frag.due)
+	}
+	return !sl.sent || sl.resend
+}
+
+// sendTotals are the counts a channel's reliable streams keep together,
+// so a Flush can tell at once that none of them has work: held is the
+// messages held (the sum of the streams' unacked), due the messages due
+// for sending (the sum of their due); checks counts the channel's stall
+// checks (Channel.checkStalls), so a stream knows whether one ran while
+// it held nothing.
+type sendTotals struct {
+	held, due int
+	checks    uint64
+}
+
 func bitSet(b *[4]uint64, i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
 func setBit(b *[4]uint64, i int)      { b[i>>6] |= 1 << (i & 63) }
 func clearBit(b *[4]uint64, i int)    { b[i>>6] &^= 1 << (i & 63) }
@@ -95,26 +118,65 @@ type reliableSender struct {
 	// a gap on an ordered stream. The byte cap applies to it, not to
 	// queued, so the receiver's buffer (the same cap) never overflows and
 	// drops a message whose datagram it already acked.
-	span       int
-	maxQueued  int
-	unacked    int  // messages held
-	held       *int // the channel's count of messages held by all its streams, or nil
+	span      int
+	maxQueued int
+	unacked   int // messages held
+	// due counts the held messages that are due for sending (isDue):
+	// flushReliable passes over a stream with none. While due > 0,
+	// firstDue is at or before the oldest due message and at or after
+	// oldest, so the pass starts there instead of walking the messages in
+	// flight. tot is the channel's sums over its streams (a sender of its
+	// own when not in a channel). cursor is where the pass looks next
+	// (flushReliable).
+	due        int
+	firstDue   wire.Seq
+	cursor     wire.Seq
+	tot        *sendTotals
 	everQueued uint64
 	// progressAt is the time of the stream's last progress: a release, or
 	// the first Flush that found it holding messages after it held none.
 	// released counts releases; warned marks a stall already reported.
+	// A stall check passes over a stream that holds nothing, which would
+	// only restart these: idleAt (tot.checks when it last came to hold
+	// nothing) tells the push that ends the idle spell whether a check
+	// ran in it, and so whether to restart them as that check would have.
 	progressAt time.Duration
 	released   uint64
 	seen       uint64 // released as of the last stall check
 	warned     bool
+	idleAt     uint64
 }
 
-func newReliableSender(window, maxQueued int) *reliableSender {
+// newReliableSender returns a stream's sender counting into tot (the
+// channel's sums; nil for a sender of its own).
+func newReliableSender(window, maxQueued int, tot *sendTotals) *reliableSender {
+	if tot == nil {
+		tot = &sendTotals{}
+	}
 	return &reliableSender{
 		window:    window,
 		mask:      wire.Seq(window - 1),
 		maxQueued: maxQueued,
+		tot:       tot,
 	}
+}
+
+// addDue and subDue count held message id becoming due, or no longer
+// due, keeping firstDue at or before the oldest due message.
+func (s *reliableSender) addDue(id wire.Seq) {
+	if s.due == 0 || id.Sub(s.firstDue) < 0 {
+		s.firstDue = id
+	}
+	s.due++
+	s.tot.due++
+}
+
+func (s *reliableSender) subDue(id wire.Seq) {
+	if id == s.firstDue {
+		s.firstDue++
+	}
+	s.due--
+	s.tot.due--
 }
 
 // push claims the next message id for a message whose frame encoding is n
@@ -136,14 +198,21 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	sl := &s.slots[id&s.mask]
 	buf := sl.buf[:0]
 	if cap(buf) < n {
-		buf = s.takeBuf(buf, n)
+		if k := len(s.spare) - 1; buf == nil && k >= 0 && cap(s.spare[k]) >= n {
+			// takeBuf's common case, inline: the slot has no buffer
+			// (the window moved it to spare) and the newest spare fits.
+			buf = s.spare[k][:0]
+			s.spare[k] = nil
+			s.spare = s.spare[:k]
+		} else {
+			buf = s.takeBuf(buf, n)
+		}
 	}
 	*sl = sendSlot{id: id, state: msgQueued, buf: buf}
 	s.next++
 	s.unacked++
-	if s.held != nil {
-		*s.held++
-	}
+	s.tot.held++
+	s.addDue(id) // never sent
 	s.queued += n
 	s.span += n
 	s.everQueued++
@@ -229,7 +298,12 @@ func (s *reliableSender) ackPiece(id wire.Seq, piece int) {
 		return
 	}
 	setBit(&f.acked, piece)
-	clearBit(&f.due, piece)
+	if bitSet(&f.due, piece) {
+		clearBit(&f.due, piece)
+		if !anyBit(&f.due) {
+			s.subDue(id)
+		}
+	}
 	f.ackedN++
 	if f.ackedN == f.count {
 		s.release(sl)
@@ -239,6 +313,9 @@ func (s *reliableSender) ackPiece(id wire.Seq, piece int) {
 // lostWhole notes that a datagram carrying message id was lost.
 func (s *reliableSender) lostWhole(id wire.Seq) {
 	if sl := s.slot(id); sl != nil && sl.frag == nil {
+		if !sl.isDue() {
+			s.addDue(id)
+		}
 		sl.resend = true
 	}
 }
@@ -251,6 +328,9 @@ func (s *reliableSender) lostPiece(id wire.Seq, piece int) {
 		return
 	}
 	if f := sl.frag; piece < f.count && !bitSet(&f.acked, piece) {
+		if !anyBit(&f.due) {
+			s.addDue(id)
+		}
 		setBit(&f.due, piece)
 	}
 }
@@ -259,8 +339,12 @@ func (s *reliableSender) release(sl *sendSlot) {
 	s.released++
 	s.queued -= len(sl.buf)
 	s.unacked--
-	if s.held != nil {
-		*s.held--
+	s.tot.held--
+	if s.unacked == 0 {
+		s.idleAt = s.tot.checks
+	}
+	if sl.isDue() {
+		s.subDue(sl.id)
 	}
 	sl.state = msgFree
 	if sl.frag != nil {
@@ -278,6 +362,9 @@ func (s *reliableSender) release(sl *sendSlot) {
 			old.buf = nil
 		}
 		s.oldest++
+	}
+	if s.firstDue.Sub(s.oldest) < 0 {
+		s.firstDue = s.oldest // (oldest moved past messages not due)
 	}
 }
 

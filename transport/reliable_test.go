@@ -22,7 +22,7 @@ func pushBytes(t *testing.T, s *reliableSender, p []byte) wire.Seq {
 // S-D3: a full window or byte budget is back-pressure: ErrQueueFull, and
 // nothing already accepted is dropped.
 func TestReliableSenderBackPressure(t *testing.T) {
-	s := newReliableSender(16, 100)
+	s := newReliableSender(16, 100, nil)
 	for i := 0; i < 16; i++ {
 		pushBytes(t, s, []byte{byte(i)})
 	}
@@ -58,7 +58,7 @@ func TestReliableSenderBackPressure(t *testing.T) {
 		}
 	}
 
-	b := newReliableSender(16, 10)
+	b := newReliableSender(16, 10, nil)
 	pushBytes(t, b, make([]byte, 8))
 	if _, err := b.push(3); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("byte budget: %v", err)
@@ -70,7 +70,7 @@ func TestReliableSenderBackPressure(t *testing.T) {
 }
 
 func TestReliableSenderPieces(t *testing.T) {
-	s := newReliableSender(16, 1<<20)
+	s := newReliableSender(16, 1<<20, nil)
 	id := pushBytes(t, s, make([]byte, 100))
 	sl := s.slot(id)
 	sl.frag = s.newFrag()

@@ -121,6 +121,26 @@ func presentMask(ackBits uint32) uint8 {
 // each header has exactly one encoding.
 // It allocates only if dst lacks capacity.
 func AppendChannelHeader(dst []byte, h ChannelHeader) []byte {
+	// A lossless header — all 32 ack bits set, no ack-bits byte — is
+	// written at once; appendChannelHeader writes every other one.
+	if !h.NoAck && h.AckBits == ^uint32(0) {
+		d := uint16(h.Seq - h.Ack)
+		switch {
+		case d <= 0xFF && h.AckDelay == 0:
+			return append(dst, chanShortAck, byte(h.Seq), byte(h.Seq>>8), byte(d))
+		case d <= 0xFF:
+			return append(dst, chanShortAck|chanAckDelay, byte(h.Seq), byte(h.Seq>>8), byte(d), h.AckDelay)
+		case h.AckDelay == 0:
+			return append(dst, 0, byte(h.Seq), byte(h.Seq>>8), byte(h.Ack), byte(h.Ack>>8))
+		default:
+			return append(dst, chanAckDelay, byte(h.Seq), byte(h.Seq>>8), byte(h.Ack), byte(h.Ack>>8), h.AckDelay)
+		}
+	}
+	return appendChannelHeader(dst, h)
+}
+
+// appendChannelHeader is AppendChannelHeader for any header.
+func appendChannelHeader(dst []byte, h ChannelHeader) []byte {
 	if h.NoAck {
 		return append(dst, chanNoAck, byte(h.Seq), byte(h.Seq>>8))
 	}
@@ -189,6 +209,40 @@ func AppendChannelHeader(dst []byte, h ChannelHeader) []byte {
 // byte return ErrMalformed; input shorter than the prefix
 // says returns ErrShort. It never allocates.
 func ParseChannelHeader(b []byte) (ChannelHeader, int, error) {
+	// A lossless header (AppendChannelHeader's first cases) is read at
+	// once, with the checks that apply to it; parseChannelHeader reads,
+	// and checks, every other one, and every error.
+	if len(b) >= 4 {
+		seq := Seq(b[1]) | Seq(b[2])<<8
+		switch b[0] {
+		case chanShortAck:
+			return ChannelHeader{Seq: seq, Ack: seq - Seq(b[3]), AckBits: ^uint32(0)}, 4, nil
+		case chanShortAck | chanAckDelay:
+			if len(b) >= 5 && b[4] != 0 {
+				return ChannelHeader{Seq: seq, Ack: seq - Seq(b[3]), AckBits: ^uint32(0), AckDelay: b[4]}, 5, nil
+			}
+		case 0, chanAckDelay:
+			n := 5 + int(b[0]>>6&1) // a full ack, and the ack delay if flagged
+			if len(b) < n {
+				break
+			}
+			h := ChannelHeader{Seq: seq, Ack: Seq(b[3]) | Seq(b[4])<<8, AckBits: ^uint32(0)}
+			if uint16(seq-h.Ack) <= 0xFF {
+				break // it should have been a distance
+			}
+			if n == 6 {
+				if h.AckDelay = b[5]; h.AckDelay == 0 {
+					break
+				}
+			}
+			return h, n, nil
+		}
+	}
+	return parseChannelHeader(b)
+}
+
+// parseChannelHeader is ParseChannelHeader for any input.
+func parseChannelHeader(b []byte) (ChannelHeader, int, error) {
 	if len(b) == 0 {
 		return ChannelHeader{}, 0, ErrShort
 	}

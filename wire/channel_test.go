@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -315,4 +316,49 @@ func FuzzParseChannelHeader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestChannelHeaderFastPaths: AppendChannelHeader's and
+// ParseChannelHeader's inline handling of the steady header gives exactly
+// what the general encoder and decoder give, on random headers biased to
+// the steady shape and on random bytes biased to its prefixes.
+func TestChannelHeaderFastPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 200000; i++ {
+		h := ChannelHeader{Seq: Seq(rng.Uint32()), AckBits: rng.Uint32(), AckDelay: uint8(rng.Uint32())}
+		h.Ack = h.Seq - Seq(rng.IntN(300))
+		if rng.IntN(2) == 0 {
+			h.AckBits = ^uint32(0)
+		}
+		if rng.IntN(3) == 0 {
+			h.AckDelay = 0
+		}
+		h.NoAck = rng.IntN(10) == 0
+		pre := make([]byte, rng.IntN(3), 2+rng.IntN(12))
+		if got, want := AppendChannelHeader(pre, h), appendChannelHeader(pre, h); !bytes.Equal(got, want) {
+			t.Fatalf("%+v: fast % x, general % x", h, got, want)
+		}
+		b := make([]byte, rng.IntN(12))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if len(b) > 0 && rng.IntN(2) == 0 {
+			b[0] = []byte{chanShortAck, chanShortAck | chanAckDelay, 0, chanAckDelay}[rng.IntN(4)]
+			if len(b) > 4 && rng.IntN(4) == 0 {
+				b[4] = 0
+			}
+			if len(b) > 5 && rng.IntN(4) == 0 {
+				b[5] = 0
+			}
+			if len(b) > 4 && rng.IntN(4) == 0 {
+				ack := Seq(b[1]) | Seq(b[2])<<8 - Seq(rng.IntN(300)) // near the distance's limit
+				b[3], b[4] = byte(ack), byte(ack>>8)
+			}
+		}
+		h1, n1, err1 := ParseChannelHeader(b)
+		h2, n2, err2 := parseChannelHeader(b)
+		if h1 != h2 || n1 != n2 || err1 != err2 {
+			t.Fatalf("% x: fast %+v %d %v, general %+v %d %v", b, h1, n1, err1, h2, n2, err2)
+		}
+	}
 }

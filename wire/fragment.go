@@ -41,7 +41,7 @@ func AppendFragmentFrame(dst []byte, f FragmentFrame) []byte {
 }
 
 // FragmentFrameLen returns the exact encoded size of f.
-func FragmentFrameLen(f FragmentFrame) int { return FrameLen(FrameFragment, len(f.Payload)) }
+func FragmentFrameLen(f FragmentFrame) int { return payloadFrameLen(fragmentFixed, len(f.Payload)) }
 
 // ParseFragmentFrame decodes a fragment frame from the front of b and
 // returns it with the bytes consumed. The payload aliases b. A Count of 0,

@@ -172,6 +172,13 @@ func FrameLen(t FrameType, payloadLen int) int {
 	return fixed + UvarintLen(uint64(payloadLen)) + payloadLen
 }
 
+// payloadFrameLen is FrameLen for a type with a payload and fixed bytes
+// before its length varint: the per-type FrameLen functions use it, so
+// each is a few inlined instructions.
+func payloadFrameLen(fixed, payloadLen int) int {
+	return fixed + UvarintLen(uint64(payloadLen)) + payloadLen
+}
+
 // FramePayloadRoom returns the largest payload length L for which a frame
 // of type t fits in room bytes (FrameLen(t, L) ≤ room), capped at
 // MaxMessageLen. It returns −1 when not even an empty frame fits, or when t
@@ -204,6 +211,28 @@ func appendPayload(dst, p []byte) []byte {
 // follows it, capped at max bytes. It returns the payload, aliasing b with
 // its capacity clipped, and the offset just past it.
 func parsePayload(b []byte, off int, max uint64) ([]byte, int, error) {
+	// A length of one or two bytes (payloads below 16 KiB: every one that
+	// fits a datagram) is decoded here as Uvarint would, with its checks;
+	// anything else, and every error, takes the general path.
+	if off >= 0 && off < len(b) {
+		l, start := uint64(b[off]), off+1
+		if l >= 0x80 {
+			if start >= len(b) || b[start] >= 0x80 || b[start] == 0 {
+				return parsePayloadSlow(b, off, max)
+			}
+			l = l&0x7f | uint64(b[start])<<7
+			start++
+		}
+		if l <= max && l <= uint64(len(b)-start) {
+			end := start + int(l)
+			return b[start:end:end], end, nil
+		}
+	}
+	return parsePayloadSlow(b, off, max)
+}
+
+// parsePayloadSlow is parsePayload for any length varint, and its errors.
+func parsePayloadSlow(b []byte, off int, max uint64) ([]byte, int, error) {
 	l, k, err := uvarintMax(b[off:], max)
 	if err != nil {
 		return nil, 0, err

@@ -34,12 +34,24 @@ func AppendReliableFrame(dst []byte, f ReliableFrame) []byte {
 }
 
 // ReliableFrameLen returns the exact encoded size of f.
-func ReliableFrameLen(f ReliableFrame) int { return FrameLen(FrameReliable, len(f.Payload)) }
+func ReliableFrameLen(f ReliableFrame) int { return payloadFrameLen(reliableFixed, len(f.Payload)) }
 
 // ParseReliableFrame decodes a reliable frame from the front of b and
 // returns it with the bytes consumed. The payload aliases b. Errors are
 // those of ParseUnreliableFrame. It never allocates.
 func ParseReliableFrame(b []byte) (ReliableFrame, int, error) {
+	// A payload below 128 bytes (a one-byte length) that is all there is
+	// decoded inline; parseReliableFrame decodes the rest.
+	if len(b) > reliableFixed && b[0] == byte(FrameReliable) && b[reliableFixed] < 0x80 {
+		if end := reliableFixed + 1 + int(b[reliableFixed]); end <= len(b) {
+			return ReliableFrame{Stream: b[1], MessageID: Seq(b[2]) | Seq(b[3])<<8, Payload: b[reliableFixed+1 : end : end]}, end, nil
+		}
+	}
+	return parseReliableFrame(b)
+}
+
+// parseReliableFrame is ParseReliableFrame for any input.
+func parseReliableFrame(b []byte) (ReliableFrame, int, error) {
 	if len(b) == 0 {
 		return ReliableFrame{}, 0, ErrShort
 	}

@@ -22,7 +22,7 @@ func AppendSequencedFrame(dst []byte, f SequencedFrame) []byte {
 }
 
 // SequencedFrameLen returns the exact encoded size of f.
-func SequencedFrameLen(f SequencedFrame) int { return FrameLen(FrameSequenced, len(f.Payload)) }
+func SequencedFrameLen(f SequencedFrame) int { return payloadFrameLen(sequencedFixed, len(f.Payload)) }
 
 // ParseSequencedFrame decodes a sequenced frame from the front of b and
 // returns it with the bytes consumed. The payload aliases b. Errors are

@@ -18,13 +18,27 @@ func AppendUnreliableFrame(dst []byte, f UnreliableFrame) []byte {
 }
 
 // UnreliableFrameLen returns the exact encoded size of f.
-func UnreliableFrameLen(f UnreliableFrame) int { return FrameLen(FrameUnreliable, len(f.Payload)) }
+func UnreliableFrameLen(f UnreliableFrame) int {
+	return payloadFrameLen(unreliableFixed, len(f.Payload))
+}
 
 // ParseUnreliableFrame decodes an unreliable frame from the front of b and
 // returns it with the bytes consumed. The payload aliases b. A wrong type
 // byte returns ErrMalformed; a length above MaxMessageLen ErrTooLarge; a
 // length above the bytes remaining ErrShort. It never allocates.
 func ParseUnreliableFrame(b []byte) (UnreliableFrame, int, error) {
+	// A payload below 128 bytes (a one-byte length) is decoded inline;
+	// parseUnreliableFrame decodes the rest.
+	if len(b) > unreliableFixed && b[0] == byte(FrameUnreliable) && b[unreliableFixed] < 0x80 {
+		if end := unreliableFixed + 1 + int(b[unreliableFixed]); end <= len(b) {
+			return UnreliableFrame{Payload: b[unreliableFixed+1 : end : end]}, end, nil
+		}
+	}
+	return parseUnreliableFrame(b)
+}
+
+// parseUnreliableFrame is ParseUnreliableFrame for any input.
+func parseUnreliableFrame(b []byte) (UnreliableFrame, int, error) {
 	if len(b) < unreliableFixed {
 		return UnreliableFrame{}, 0, ErrShort
 	}

@@ -199,9 +199,16 @@ func (a *Assembler) Add(f wire.FragmentFrame, now time.Duration) ([]byte, error)
 // Add also expires the partial assembly it is about to extend). It
 // invalidates the message last returned by Add. It allocates nothing.
 func (a *Assembler) Expire(now time.Duration) int {
+	if a.out == nil && a.live == 0 {
+		return 0 // the common case: nothing in assembly, nothing to recycle (inlined)
+	}
+	return a.expire(now)
+}
+
+func (a *Assembler) expire(now time.Duration) int {
 	a.recycle()
 	if a.live == 0 {
-		return 0 // the common case: nothing in assembly
+		return 0
 	}
 	n := 0
 	for i := range a.parts {
