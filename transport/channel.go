@@ -427,7 +427,7 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.assembler.Expire(now)
 	if c.budget.on {
 		c.budget.refill(now)
-		if c.budget.paced && len(c.outMsgs) != 0 {
+		if (c.budget.paced || c.spanHeld) && len(c.outMsgs) != 0 {
 			c.shedStale() // (it has nothing to do otherwise)
 		}
 		c.budget.paced = false
