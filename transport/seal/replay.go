@@ -20,9 +20,9 @@ const (
 // window records which packet numbers near the highest one were
 // authenticated. The zero value is empty.
 type window struct {
-	blocks  [windowBlocks]uint64
 	highest uint64 // highest authenticated packet number, if any
 	any     bool   // a packet number was authenticated
+	blocks  [windowBlocks]uint64
 }
 
 // verdict is what window.check says of a packet number.
