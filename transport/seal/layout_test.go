@@ -9,8 +9,8 @@ import (
 // promises: a server with hundreds of peers finds each session cold at
 // every datagram, so each line Seal or Open touches is a miss. Seal's
 // per-datagram fields are one line, and the hot half of every keyState
-// (aead, iv, gen) one line; Open's fields and the window's highest and
-// any one line. Offsets are relative to the Session; the allocator puts
+// (aead, iv, gen) one line; Open's fields and the window's top and
+// word one line. Offsets are relative to the Session; the allocator puts
 // it on a line or, with its 8-byte header (Go ≥ 1.22, objects over 512
 // bytes holding pointers), 8 bytes past one, so each group must lie in
 // the first 56 bytes of a line of the struct.
@@ -31,7 +31,7 @@ func TestSessionLayout(t *testing.T) {
 	for i := range s.keys {
 		same("a receive key's aead, iv, gen", off(unsafe.Pointer(&s.keys[i])), off(unsafe.Pointer(&s.keys[i]))+hot)
 	}
-	same("openLine and the window's highest and any", off(unsafe.Pointer(&s.openLine)), off(unsafe.Pointer(&s.win.any))+1)
+	same("openLine and the window's top and word", off(unsafe.Pointer(&s.openLine)), off(unsafe.Pointer(&s.win.word))+8)
 
 	// A live Session's address: its size class is a multiple of 64, so
 	// every Session of a span starts at the same offset in its line.

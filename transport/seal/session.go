@@ -59,15 +59,16 @@ func (s Stats) Refused() uint64 {
 // The fields are laid out for a server whose sessions are cold in cache
 // at every datagram (hundreds of peers, each touched once per tick): what
 // Seal reads and writes is in sealLine and sendKey's first cache line;
-// what Open reads and writes is in openLine, keys[ki]'s first line and
-// one word of the window (TestSessionLayout checks it). The AEAD's own
+// what Open reads and writes is in openLine (with the window's current
+// word), keys[ki]'s first line and, for a datagram that is late or the
+// first of a new word of the window, one word of its ring (TestSessionLayout checks it). The AEAD's own
 // state (key schedule, GHASH table) is a separate object either way.
 type Session struct {
 	sealLine
 	sendKey keyState
 	keys    [3]keyState // receive keys: current, previous, next, by openLine's indices
 	openLine
-	win window // its first words (highest, any) share openLine's cache line
+	win window // its first words (top, word) share openLine's cache line
 
 	// cold: read at key updates and refusals, and by Stats
 	sendDir direction
@@ -94,8 +95,8 @@ type sealLine struct {
 }
 
 // openLine is what Open reads and writes on every datagram but the key
-// and the window's words; with the window's highest and any after it, 49
-// bytes, in one cache line as sealLine is.
+// and the ring of the window; with the window's top and word after it,
+// 56 bytes, in one cache line as sealLine is.
 type openLine struct {
 	forgeries uint64 // datagrams that failed authentication, all keys
 	curLow    uint64 // lowest packet number authenticated under keys[cur]
@@ -299,7 +300,7 @@ func (s *Session) Open(datagram []byte) ([]byte, error) {
 		switch {
 		case pn < s.curLow && s.prev >= 0:
 			ki = s.prev
-		case !s.win.any || pn > s.win.highest && pn >= s.curLow+WindowSize:
+		case s.win.top == 0 || pn >= s.win.top && pn >= s.curLow+WindowSize:
 			ki = s.next
 		default:
 			s.stats.WrongPhase++
@@ -324,7 +325,7 @@ func (s *Session) Open(datagram []byte) ([]byte, error) {
 	// A previous-generation datagram has a packet number below curLow;
 	// once curLow−1 is below the window, none can be accepted again, so
 	// its key is useless and goes.
-	if s.prev >= 0 && s.win.highest+1 >= s.curLow+WindowSize {
+	if s.prev >= 0 && s.win.top >= s.curLow+WindowSize {
 		s.keys[s.prev].wipe()
 		s.prev = -1
 		s.stats.PreviousKeysDropped++
