@@ -132,15 +132,23 @@ func (s *PeerState) UnmarshalText(b []byte) error {
 // carries no more traffic.
 type Peer struct {
 	// The fields every datagram and every tick of the session read or
-	// write come first, in the Peer's first two cache lines (a server
-	// with hundreds of peers finds each cold at every datagram; the size
-	// class, 448 bytes, puts every Peer on a line; TestPeerLayout).
-	ep    *Endpoint
-	ch    *Channel
-	sess  *seal.Session // seals and opens the datagrams; nil in InsecureCleartext
-	addr  netip.AddrPort
-	id    uint8
-	state PeerState
+	// write come first (a server with hundreds of peers finds each cold at
+	// every datagram; the size class, 448 bytes, puts every Peer on a
+	// line; TestPeerLayout): the first line holds all a sealed datagram's
+	// receive path reads and writes, the second the address a send needs
+	// and the cleartext secret.
+	ep     *Endpoint
+	ch     *Channel
+	sess   *seal.Session // seals and opens the datagrams; nil in InsecureCleartext
+	lastRx time.Duration // last authenticated datagram
+	// idle is this session's idle time-out when it is not the Endpoint's
+	// IdleTimeout (0): a connect token's Timeout (Endpoint.idleTimeout).
+	idle time.Duration
+	// Session datagrams handled in the Poll numbered pollSeq (server).
+	pollSeq  uint64
+	pollUsed int
+	id       uint8
+	state    PeerState
 	// remote: a Disconnect frame arrived; why holds its reason.
 	remote bool
 	// sealFailed: Seal refused a datagram (packet numbers exhausted); the
@@ -152,13 +160,7 @@ type Peer struct {
 	tokenPending bool
 	// prevLive: prevToken (below) is still honoured.
 	prevLive bool
-	lastRx   time.Duration // last authenticated datagram
-	// idle is this session's idle time-out when it is not the Endpoint's
-	// IdleTimeout (0): a connect token's Timeout (Endpoint.idleTimeout).
-	idle time.Duration
-	// Session datagrams handled in the Poll numbered pollSeq (server).
-	pollSeq  uint64
-	pollUsed int
+	addr     netip.AddrPort
 	// wireSecret is the cleartext session header's secret in
 	// InsecureCleartext: secret's first 8 bytes.
 	wireSecret [8]byte

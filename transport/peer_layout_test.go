@@ -6,12 +6,16 @@ import (
 )
 
 // TestPeerLayout checks the cache-line layout Peer's comment promises:
-// what each datagram and tick read (ep through wireSecret) is in the
-// first two lines, and the size is a multiple of 64, so that the
+// what a sealed datagram's receive path reads (ep through prevLive) is in
+// the first line, what each datagram and tick read (through wireSecret)
+// in the first two, and the size is a multiple of 64, so that the
 // allocator's size class puts every Peer on a line (a Peer holds no
 // allocation header: it is under 512 bytes).
 func TestPeerLayout(t *testing.T) {
 	var p Peer
+	if end := unsafe.Offsetof(p.prevLive) + 1; end > 64 {
+		t.Errorf("Peer's receive-path fields end at byte %d, past its first cache line", end)
+	}
 	if end := unsafe.Offsetof(p.wireSecret) + unsafe.Sizeof(p.wireSecret); end > 128 {
 		t.Errorf("Peer's per-datagram fields end at byte %d, past its second cache line", end)
 	}
