@@ -131,18 +131,43 @@ func (s *PeerState) UnmarshalText(b []byte) error {
 // valid as a value after its session ends (State() == PeerClosed) but
 // carries no more traffic.
 type Peer struct {
-	ep    *Endpoint
-	id    uint8
-	addr  netip.AddrPort
-	ch    *Channel
-	state PeerState
-	// secret is the session's master secret (seal.DeriveSecret of the last
-	// handshake); sess seals and opens its datagrams (nil in
-	// InsecureCleartext, where wireSecret, secret's first 8 bytes, is
-	// the cleartext session header's secret).
-	secret     seal.Secret
-	sess       *seal.Session
+	// The fields every datagram and every tick of the session read or
+	// write come first (a server with hundreds of peers finds each cold at
+	// every datagram; the size class, 448 bytes, puts every Peer on a
+	// line; TestPeerLayout): the first line holds all a sealed datagram's
+	// receive path reads and writes, the second the address a send needs
+	// and the cleartext secret.
+	ep     *Endpoint
+	ch     *Channel
+	sess   *seal.Session // seals and opens the datagrams; nil in InsecureCleartext
+	lastRx time.Duration // last authenticated datagram
+	// idle is this session's idle time-out when it is not the Endpoint's
+	// IdleTimeout (0): a connect token's Timeout (Endpoint.idleTimeout).
+	idle time.Duration
+	// Session datagrams handled in the Poll numbered pollSeq (server).
+	pollSeq  uint64
+	pollUsed int
+	id       uint8
+	state    PeerState
+	// remote: a Disconnect frame arrived; why holds its reason.
+	remote bool
+	// sealFailed: Seal refused a datagram (packet numbers exhausted); the
+	// session ends at the next Flush.
+	sealFailed bool
+	// A session admitted with a connect token (server) whose token's
+	// Binding the replay guard records at the client's first datagram
+	// that opens (the token's client id and Binding are below).
+	tokenPending bool
+	// prevLive: prevToken (below) is still honoured.
+	prevLive bool
+	addr     netip.AddrPort
+	// wireSecret is the cleartext session header's secret in
+	// InsecureCleartext: secret's first 8 bytes.
 	wireSecret [8]byte
+
+	// secret is the session's master secret (seal.DeriveSecret of the last
+	// handshake), from which sess was made.
+	secret seal.Secret
 	// prevSecret is the secret the last resume replaced, the one a
 	// client that lost that resume's Accept still holds (see prevToken).
 	prevSecret seal.Secret
@@ -152,34 +177,21 @@ type Peer struct {
 	// got that resume's Accept: a client whose Accept was lost retries
 	// with the token it has, perhaps from yet another address.
 	prevToken wire.Token
-	prevLive  bool
 	nonce     uint64 // nonce of the handshake that admitted or last resumed it
 	accept    [wire.AcceptLen]byte
-	lastRx    time.Duration // last authenticated datagram
 	horizon   time.Duration // suspended: end of the grace window
 	repeats   int           // closing: Disconnect frames still to send
 	why       wire.DisconnectReason
-	remote    bool // a Disconnect frame arrived; why holds its reason
 	wasLive   bool // closing from a connected state: frames worth sending
-	// sealFailed: Seal refused a datagram (packet numbers exhausted); the
-	// session ends at the next Flush.
-	sealFailed bool
-	// Session datagrams handled in the Poll numbered pollSeq (server).
-	pollSeq  uint64
-	pollUsed int
 	// outboxBlocked: the drainOutbox round in which this peer's channel
 	// was full; its later outbox messages wait for the next round.
 	outboxBlocked uint64
 	// A session admitted with a connect token (server): its client id,
-	// and the token's Binding, which the replay guard records at the
-	// client's first datagram that opens (tokenPending until then).
-	hasToken     bool
-	tokenPending bool
-	clientID     uint64
-	tokenBind    token.Binding
-	// idle is this session's idle time-out when it is not the Endpoint's
-	// IdleTimeout (0): a connect token's Timeout (Endpoint.idleTimeout).
-	idle time.Duration
+	// and the token's Binding (tokenPending above).
+	hasToken  bool
+	clientID  uint64
+	tokenBind token.Binding
+	_         [48]byte // to 448 bytes, a size class and a multiple of 64
 }
 
 // ID returns the peer id, 0..253. On a client it is the id the server

@@ -129,3 +129,110 @@ func BenchmarkAEADFloor(b *testing.B) {
 		}
 	}
 }
+
+// coldSessions is how many session pairs the cold benchmarks cycle
+// through: a server's 254 peers.
+const coldSessions = 254
+
+// evict walks a buffer larger than the L2 cache of the development
+// machine (and most servers'), so that what the next round touches comes
+// from L3 or memory, as each peer's state does at a server tick with
+// hundreds of peers.
+func evict(buf []uint64) uint64 {
+	var x uint64
+	for i := 0; i < len(buf); i += 8 { // one word a cache line
+		buf[i]++
+		x += buf[i]
+	}
+	return x
+}
+
+var evictSink uint64
+
+// BenchmarkSealOpenCold is BenchmarkSealOpen at a server's scale: one
+// datagram sealed by one end and opened by the other for each of 254
+// session pairs in turn, with the caches evicted (untimed) between rounds,
+// so that every session and its AEAD are cold, as they are at each peer's
+// datagram in a server tick. ns/op is per datagram; the difference from
+// BenchmarkAEADFloorCold is what this package's session layer costs cold.
+func BenchmarkSealOpenCold(b *testing.B) {
+	for _, suite := range suites {
+		b.Run(fmt.Sprintf("%v/64B", suite), func(b *testing.B) {
+			const n = 64
+			type pr struct {
+				c, s *Session
+				buf  []byte
+			}
+			prs := make([]pr, coldSessions)
+			for i := range prs {
+				sec := *testSecret()
+				sec[0] = byte(i)
+				c, s := pair(b, Config{Suite: suite, KeyUpdateInterval: MaxKeyUpdateInterval}, &sec)
+				prs[i] = pr{c, s, make([]byte, HeaderLen+n, HeaderLen+n+TagLen)}
+			}
+			ev := make([]uint64, 4<<20) // 32 MiB
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				evictSink += evict(ev)
+				b.StartTimer()
+				for i := range prs {
+					p := &prs[i]
+					d, err := p.c.Seal(p.buf[:HeaderLen+n])
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := p.s.Open(d); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*coldSessions), "ns/datagram")
+		})
+	}
+}
+
+// BenchmarkAEADFloorCold is BenchmarkAEADFloor cold: the bare AEAD's Seal
+// then Open for each of 254 keys in turn (two AEADs a datagram, as in a
+// session: the sender's and the receiver's), caches evicted between rounds.
+func BenchmarkAEADFloorCold(b *testing.B) {
+	for _, suite := range suites {
+		b.Run(fmt.Sprintf("%v/64B", suite), func(b *testing.B) {
+			const n = 64
+			type pr struct {
+				c, s *keyState
+				buf  []byte
+				pn   uint64
+			}
+			prs := make([]pr, coldSessions)
+			for i := range prs {
+				c, s := new(keyState), new(keyState)
+				if err := c.install(suite, [32]byte{byte(i)}, 0); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.install(suite, [32]byte{byte(i)}, 0); err != nil {
+					b.Fatal(err)
+				}
+				prs[i] = pr{c: c, s: s, buf: make([]byte, HeaderLen+n, HeaderLen+n+TagLen)}
+			}
+			ev := make([]uint64, 4<<20)
+			var nonce [NonceLen]byte
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				evictSink += evict(ev)
+				b.StartTimer()
+				for i := range prs {
+					p := &prs[i]
+					nc := p.c.nonce(&nonce, p.pn)
+					p.pn++
+					d := p.c.aead.Seal(p.buf[HeaderLen:HeaderLen], nc, p.buf[HeaderLen:HeaderLen+n], p.buf[:HeaderLen])
+					if _, err := p.s.aead.Open(d[:0], nc, d, p.buf[:HeaderLen]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*coldSessions), "ns/datagram")
+		})
+	}
+}

@@ -86,12 +86,17 @@ const (
 )
 
 // keyState is one key generation of one direction.
+//
+// What Seal and Open read on every datagram (aead, iv, gen) is first, in
+// one cache line; the padding to 128 bytes keeps each keyState of an
+// array at the same offset within its lines.
 type keyState struct {
 	aead cipher.AEAD
 	iv   [NonceLen]byte
+	gen  uint64
 	key  [32]byte // the suite's key in its first keyLen bytes
 	ts   [32]byte // this generation's traffic secret
-	gen  uint64
+	_    [24]byte
 }
 
 // trafficSecret0 is generation 0's traffic secret of direction d:

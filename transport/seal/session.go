@@ -53,30 +53,59 @@ func (s Stats) Refused() uint64 {
 // Session seals the datagrams one endpoint sends in a session and opens
 // the ones it receives: one key per direction, key updates in band, a
 // replay window. It is owned by one goroutine (the endpoint's); it is not
-// safe for concurrent use. Its size is about 1.6 KiB, most of it the
+// safe for concurrent use. Its size is about 1.7 KiB, most of it the
 // replay window.
+//
+// The fields are laid out for a server whose sessions are cold in cache
+// at every datagram (hundreds of peers, each touched once per tick): what
+// Seal reads and writes is in sealLine and sendKey's first cache line;
+// what Open reads and writes is in openLine (with the window's current
+// word), keys[ki]'s first line and, for a datagram that is late or the
+// first of a new word of the window, one word of its ring (TestSessionLayout checks it). The AEAD's own
+// state (key schedule, GHASH table) is a separate object either way.
 type Session struct {
-	suite    Suite
-	interval uint64
-	sendDir  direction
-	recvDir  direction
-	stats    Stats
+	sealLine
+	sendKey keyState
+	keys    [3]keyState // receive keys: current, previous, next, by openLine's indices
+	openLine
+	win window // its first words (top, word) share openLine's cache line
 
-	// send side
-	sendKey   keyState
+	// cold: read at key updates and refusals, and by Stats
+	sendDir direction
+	recvDir direction
+	stats   counters
+}
+
+// counters are the Stats a Session keeps outside sealLine and openLine.
+type counters struct {
+	Short, Malformed, AuthFailed, Replayed, TooOld, WrongPhase, IntegrityLimited uint64
+	KeyUpdatesSent, KeyUpdatesReceived, PreviousKeysDropped                      uint64
+}
+
+// sealLine is what Seal reads and writes on every datagram but the key.
+// Its first 56 bytes hold it all: one cache line whether the Session
+// starts on a line or 8 bytes past one (the allocator's header).
+type sealLine struct {
 	pn        uint64 // next packet number to seal
 	genStart  uint64 // first packet number of sendKey's generation
+	interval  uint64 // the key update interval
+	sealed    uint64 // Stats.Sealed
 	sealNonce [NonceLen]byte
+	_         [20]byte // to the end of the line: sendKey starts on the next
+}
 
-	// receive side
-	keys      [3]keyState // current, previous, next, by the indices below
-	cur       int
-	prev      int // -1 when the previous generation is discarded
-	next      int
+// openLine is what Open reads and writes on every datagram but the key
+// and the ring of the window; with the window's top and word after it,
+// 56 bytes, in one cache line as sealLine is.
+type openLine struct {
+	forgeries uint64 // datagrams that failed authentication, all keys
 	curLow    uint64 // lowest packet number authenticated under keys[cur]
-	win       window
-	forgeries uint64
+	opened    uint64 // Stats.Opened
 	openNonce [NonceLen]byte
+	cur       int8
+	prev      int8 // -1 when the previous generation is discarded
+	next      int8
+	suite     Suite
 }
 
 // New returns the Session of one end (role) of the session whose master
@@ -92,7 +121,9 @@ func New(cfg Config, role Role, secret *Secret) (*Session, error) {
 		return nil, fmt.Errorf("%w: Role %d is neither Client (0) nor Server (1)", ErrInvalidConfig, uint8(role))
 	}
 	cfg = cfg.WithDefaults()
-	s := &Session{suite: cfg.Suite, interval: cfg.KeyUpdateInterval, sendDir: clientToServer, recvDir: serverToClient, cur: 0, prev: -1, next: 1}
+	s := &Session{sendDir: clientToServer, recvDir: serverToClient}
+	s.suite, s.interval = cfg.Suite, cfg.KeyUpdateInterval
+	s.cur, s.prev, s.next = 0, -1, 1
 	if role == Server {
 		s.sendDir, s.recvDir = serverToClient, clientToServer
 	}
@@ -131,7 +162,13 @@ func (s *Session) deriveNext() error {
 func (s *Session) Suite() Suite { return s.suite }
 
 // Stats returns a copy of the counters.
-func (s *Session) Stats() Stats { return s.stats }
+func (s *Session) Stats() Stats {
+	c := &s.stats
+	return Stats{Sealed: s.sealed, Opened: s.opened,
+		Short: c.Short, Malformed: c.Malformed, AuthFailed: c.AuthFailed, Replayed: c.Replayed,
+		TooOld: c.TooOld, WrongPhase: c.WrongPhase, IntegrityLimited: c.IntegrityLimited,
+		KeyUpdatesSent: c.KeyUpdatesSent, KeyUpdatesReceived: c.KeyUpdatesReceived, PreviousKeysDropped: c.PreviousKeysDropped}
+}
 
 // SendGeneration is the key generation the next Seal uses (0 first).
 func (s *Session) SendGeneration() uint64 { return s.sendKey.gen }
@@ -182,7 +219,7 @@ func (s *Session) Seal(buf []byte) ([]byte, error) {
 	}
 	k.aead.Seal(buf[HeaderLen:HeaderLen], nonce, buf[HeaderLen:n], buf[:HeaderLen])
 	s.pn++
-	s.stats.Sealed++
+	s.sealed++
 	return buf[:n+TagLen], nil
 }
 
@@ -263,7 +300,7 @@ func (s *Session) Open(datagram []byte) ([]byte, error) {
 		switch {
 		case pn < s.curLow && s.prev >= 0:
 			ki = s.prev
-		case !s.win.any || pn > s.win.highest && pn >= s.curLow+WindowSize:
+		case s.win.top == 0 || pn >= s.win.top && pn >= s.curLow+WindowSize:
 			ki = s.next
 		default:
 			s.stats.WrongPhase++
@@ -288,12 +325,12 @@ func (s *Session) Open(datagram []byte) ([]byte, error) {
 	// A previous-generation datagram has a packet number below curLow;
 	// once curLow−1 is below the window, none can be accepted again, so
 	// its key is useless and goes.
-	if s.prev >= 0 && s.win.highest+1 >= s.curLow+WindowSize {
+	if s.prev >= 0 && s.win.top >= s.curLow+WindowSize {
 		s.keys[s.prev].wipe()
 		s.prev = -1
 		s.stats.PreviousKeysDropped++
 	}
-	s.stats.Opened++
+	s.opened++
 	return plain, nil
 }
 
