@@ -84,7 +84,9 @@ func (r ShedReason) String() string {
 }
 
 // BudgetStats describe a channel's send budget (ChannelStats.Budget). All
-// zero when the budget is off (Config.MaxSendRate NoSendBudget).
+// zero when the budget is off (Config.MaxSendRate NoSendBudget), but for
+// Shed and ShedBytes: a full span of seqs sheds stale traffic too
+// (ChannelStats.SpanWaits).
 type BudgetStats struct {
 	// Rate is the estimated rate the path carries without queuing, bytes/s,
 	// at most the ceiling (Config.MaxSendRate).
@@ -108,12 +110,6 @@ type BudgetStats struct {
 	SendQueueDelay time.Duration
 	// Backoffs and Increases count the estimator's decisions.
 	Backoffs, Increases uint64
-	// Rebases counts the delay steps the estimator told from a queue: a
-	// back-off that sending less did not drain while the acks kept up
-	// with what went out (a longer route, a jittery path that calmed
-	// down). The base RTT then moves up to the path's new delay and the
-	// rate goes back to where the back-offs started.
-	Rebases uint64
 	// PacedWaits counts the Flushes that held something back for lack of
 	// tokens (its next pacing slot is in NextDeadline).
 	PacedWaits uint64
@@ -128,7 +124,6 @@ type budget struct {
 	on      bool
 	ceiling int64
 	target  time.Duration
-	maxAge  time.Duration
 	mtu     int64
 
 	rate     int64 // bytes/s
@@ -146,6 +141,7 @@ type budget struct {
 	sumRTT     time.Duration                 // sum of its RTT samples (their mean is the queue signal)
 	nSamples   int                           // samples in it
 	sent       int64                         // bytes committed in it
+	sentTr     int64                         // ... of them in datagrams that expect an ack
 	sentRate   int64                         // smoothed sent rate over intervals, bytes/s
 	noise      time.Duration                 // smoothed change of the queuing delay
 	jitter     time.Duration                 // the RTT's jitter at the last update
@@ -160,11 +156,6 @@ type budget struct {
 	sentN      int64                         // (their ratio is the mean datagram size)
 	pacedIn    bool                          // a Flush was paced in it
 	holdUntil  time.Duration                 // no back-off before this
-	cutQ       time.Duration                 // the largest queuing delay since the episode's first back-off, 0: no episode (the queue cleared)
-	cutLevel   time.Duration                 // the largest queue signal (q + base RTT) since then
-	cutAt      time.Duration                 // the episode's first back-off
-	cutFrom    int64                         // the rate before it
-	rebasedAt  time.Duration                 // the last rebase (at most one per budgetMinWindow)
 	samples    uint64                        // the tracker's sample count last seen
 
 	stats BudgetStats
@@ -179,7 +170,6 @@ func (b *budget) init(cfg Config) {
 		on:      true,
 		ceiling: cfg.MaxSendRate,
 		target:  cfg.QueueDelayTarget,
-		maxAge:  cfg.UnreliableMaxAge,
 		mtu:     int64(cfg.MTU),
 		rate:    cfg.MaxSendRate,
 	}
@@ -242,6 +232,7 @@ func (b *budget) spend(n int, acked bool) {
 	if acked {
 		b.sentB += int64(n)
 		b.sentN++
+		b.sentTr += int64(n)
 	}
 }
 
@@ -369,6 +360,13 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	var ackRate int64
 	if b.sentN > 0 {
 		ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
+		if b.sentTr > 0 && b.sent > b.sentTr {
+			// Datagrams of only unreliable frames near a full window go
+			// untracked (Channel.finish): no ack counts them, so scale
+			// the tracked deliveries by the interval's share of bytes
+			// tracked, or the delivery rate reads low against sentRate.
+			ackRate = ackRate * b.sent / b.sentTr
+		}
 		b.ackRate += (ackRate - b.ackRate) / 4
 	}
 	// The largest smoothed delivery rate seen while a queue stood (then
@@ -381,38 +379,6 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
 	}
 	b.acked = acked
-	if b.cutQ > 0 {
-		if q < b.threshold()/2 {
-			b.cutQ = 0 // the queue cleared: the back-offs worked
-		} else {
-			b.cutQ, b.cutLevel = max(b.cutQ, q), max(b.cutLevel, q+base)
-		}
-	}
-	if b.cutQ > 0 && now-b.cutAt >= 2*b.cutLevel && q > b.threshold() && q+base >= b.cutLevel-max(b.target, b.noise, b.cutQ/4) &&
-		b.ackRate*100 >= b.sentRate*85 && (b.rebasedAt == 0 || now-b.rebasedAt >= budgetMinWindow) {
-		// Two round trips (at the peak's RTT) after the first back-off
-		// the queuing delay is still above the threshold and the RTT has
-		// not come down from its peak (by more than the target, the noise
-		// or a quarter of the peak queue; the RTT, not the queuing delay,
-		// which moves when an old minimum ages out of the base), though
-		// the rate went below what the path delivered and the acks keep up
-		// with what goes out: sending less does not
-		// drain it, so it is no queue of ours but the path's delay (a
-		// longer route; a jittery path that calmed, whose base RTT came
-		// from the jitter's low tail). A queue of ours drains within those
-		// round trips: every back-off goes to 0.85 of the delivery rate or
-		// less, and the next one follows a round trip later while it
-		// stands. Without this the
-		// budget would sit at its floor until the old base aged out of the
-		// window (10 s). Once per window, so that a queue shared with
-		// other traffic cannot ratchet the base up cut by cut.
-		b.rebase(now)
-		b.rate = max(b.rate, b.cutFrom)
-		b.stats.QueueDelay, b.prevQ, b.rises, b.cutQ = 0, 0, 0, 0
-		b.stats.Rebases++
-		b.intervalAt, b.lowest, b.sent, b.pacedIn, b.nSamples, b.sumRTT = now, 0, 0, false, 0, 0
-		return
-	}
 	switch {
 	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
 		// A queue already draining (q fell since the last interval) needs
@@ -431,9 +397,6 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			cut := int64(85)
 			if q > 8*b.target {
 				cut = 50
-			}
-			if b.cutQ == 0 {
-				b.cutFrom, b.cutAt, b.cutQ, b.cutLevel = b.rate, now, q, q+base
 			}
 			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
 			b.holdUntil = now + srtt + budgetInterval
@@ -461,18 +424,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	if q >= b.threshold()/4 {
 		b.probes = 0
 	}
-	b.intervalAt, b.lowest, b.sent, b.pacedIn, b.nSamples, b.sumRTT = now, 0, 0, false, 0, 0
-}
-
-// rebase makes the current interval's smallest RTT sample the base RTT:
-// every older per-slot minimum is dropped.
-func (b *budget) rebase(now time.Duration) {
-	b.mins = [budgetMinSlots]time.Duration{}
-	b.minSlot = int64(now / (budgetMinWindow / budgetMinSlots))
-	b.mins[b.minSlot%budgetMinSlots] = b.lowest
-	b.base = b.lowest
-	b.stats.BaseRTT = b.lowest
-	b.rebasedAt = now
+	b.intervalAt, b.lowest, b.sent, b.sentTr, b.pacedIn, b.nSamples, b.sumRTT = now, 0, 0, 0, false, 0, 0
 }
 
 // nextSlot is the pacing slot: when the bucket turns positive again.
@@ -484,15 +436,16 @@ func (b *budget) nextSlot(now time.Duration) time.Duration {
 	return max(now, b.filledAt) + wait
 }
 
-// shedStale runs at the start of a Flush after one that the budget held
-// back (or a full span of seqs: Channel.pacedRoom): a queued sequenced message that a newer queued one on the same
+// shedStale runs at the start of a Flush after one that the budget or a
+// full span of seqs (Channel.pacedRoom; with the budget on or off) held
+// back: a queued sequenced message that a newer queued one on the same
 // stream supersedes is dropped (the peer would discard it anyway), and so
 // is an unreliable message queued more than Config.UnreliableMaxAge ago.
 // Messages partly sent (large ones, piece by piece) stay. O(queued), no
 // allocation: latest is a per-stream scratch array.
 func (c *Channel) shedStale() {
 	b := &c.budget
-	if !b.on || !b.paced && !c.spanHeld || len(c.outMsgs) == 0 {
+	if !b.paced && !c.spanHeld || len(c.outMsgs) == 0 {
 		return
 	}
 	latest := c.seqLatest
@@ -534,7 +487,7 @@ func (c *Channel) shedStale() {
 				b.shed(ShedSuperseded, int(q.n))
 				continue
 			case wire.FrameUnreliable:
-				if c.now-q.at > b.maxAge {
+				if c.now-q.at > c.cfg.UnreliableMaxAge {
 					b.shed(ShedExpired, int(q.n))
 					continue
 				}
@@ -554,6 +507,7 @@ func (c *Channel) shedStale() {
 func (c *Channel) budgetStats(s *ChannelStats) {
 	b := &c.budget
 	if !b.on {
+		s.Budget.Shed, s.Budget.ShedBytes = b.stats.Shed, b.stats.ShedBytes // a span wait sheds too
 		return
 	}
 	s.Budget = b.stats

@@ -149,6 +149,7 @@ type Channel struct {
 	// spanHeld: this Flush held unreliable or sequenced messages back for
 	// a full span of seqs (pacedRoom; ChannelStats.SpanWaits).
 	spanHeld bool
+	ackAt    time.Duration // the last ack header received (spanWait)
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -359,7 +360,7 @@ func (c *Channel) restartIdle(s uint8, rs *reliableSender) {
 		checks, at = checks-1, c.prevCheckAt
 	}
 	if rs.idleAt < checks {
-		rs.progressAt, rs.seen, rs.warned = at, rs.released, false
+		rs.progressAt, rs.seen, rs.warned = at, rs.progress, false
 	}
 }
 
@@ -427,12 +428,11 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.assembler.Expire(now)
 	if c.budget.on {
 		c.budget.refill(now)
-		if (c.budget.paced || c.spanHeld) && len(c.outMsgs) != 0 {
-			c.shedStale() // (it has nothing to do otherwise)
-		}
-		c.budget.paced = false
 	}
-	c.spanHeld = false
+	if (c.budget.paced || c.spanHeld) && len(c.outMsgs) != 0 {
+		c.shedStale() // (it has nothing to do otherwise)
+	}
+	c.budget.paced, c.spanHeld = false, false
 
 	if c.closing && c.room(wire.DisconnectFrameLen) {
 		c.cur = wire.AppendDisconnectFrame(c.cur, wire.DisconnectFrame{Reason: c.closeWhy})
@@ -492,8 +492,8 @@ func (c *Channel) checkStalls() {
 		if rs.unacked == 0 {
 			continue
 		}
-		if rs.released != rs.seen || c.flushes == 1 {
-			rs.progressAt, rs.seen, rs.warned = c.now, rs.released, false
+		if rs.progress != rs.seen || c.flushes == 1 {
+			rs.progressAt, rs.seen, rs.warned = c.now, rs.progress, false
 			continue
 		}
 		if stalled := c.now - rs.progressAt; !rs.warned && stalled >= c.cfg.StallWarning {
@@ -509,7 +509,8 @@ func (c *Channel) checkStalls() {
 }
 
 // Stalled returns nil, or an error wrapping ErrStalled once a reliable
-// stream has held messages without releasing any for Config.StallTimeout
+// stream has held messages without progress (no message released, no
+// piece of a large one acked) for Config.StallTimeout
 // (as of the last Flush): the session cannot make progress and should end
 // (an Endpoint ends it with wire.DisconnectStalled). O(streams).
 func (c *Channel) Stalled() error {
@@ -517,8 +518,8 @@ func (c *Channel) Stalled() error {
 		return nil
 	}
 	for s, rs := range c.reliable {
-		if rs.unacked > 0 && rs.released == rs.seen && c.now-rs.progressAt >= c.cfg.StallTimeout {
-			return fmt.Errorf("%w: stream %d held %d messages with none released for %v (StallTimeout %v)",
+		if rs.unacked > 0 && rs.progress == rs.seen && c.now-rs.progressAt >= c.cfg.StallTimeout {
+			return fmt.Errorf("%w: stream %d held %d messages with none released and no piece acked for %v (StallTimeout %v)",
 				ErrStalled, s, rs.unacked, c.now-rs.progressAt, c.cfg.StallTimeout)
 		}
 	}
@@ -1160,11 +1161,11 @@ func (c *Channel) tagLen() int {
 }
 
 // pacedRoom is room for traffic the send budget paces: a new datagram opens
-// only while the bucket has tokens (budget.mayOpen) and the span of seqs
-// has room beyond half the in-flight margin (spanRoom).
+// only while the bucket has tokens (budget.mayOpen) and unreliable traffic
+// need not wait for the span of seqs (spanWait).
 func (c *Channel) pacedRoom(n int) bool {
 	if !c.fits(n) {
-		if c.spanRoom() <= c.inFlightMargin()/2 {
+		if c.spanWait() {
 			// Untracked near a full window (finish), these datagrams
 			// still take seqs of the span: past it, each would evict the
 			// oldest datagram awaiting a verdict, and a stream of them
@@ -1185,6 +1186,20 @@ func (c *Channel) pacedRoom(n int) bool {
 		}
 	}
 	return c.room(n)
+}
+
+// spanWait reports whether unreliable and sequenced traffic waits for
+// acks rather than open a datagram: the span of seqs has no room beyond
+// half the in-flight margin, and acks are arriving (an ack header within
+// two smoothed RTTs plus KeepAliveInterval: a live peer sends one at least
+// that often). With none arriving — a return path down, a peer gone —
+// waiting would hold the traffic until a time-out frees the span (the
+// RTO backs off to seconds), so it goes out and evicts as it always did.
+func (c *Channel) spanWait() bool {
+	if c.spanRoom() > c.inFlightMargin()/2 {
+		return false
+	}
+	return c.now-c.ackAt <= 2*c.tracker.RTT().Smoothed()+KeepAliveInterval
 }
 
 // spanRoom is how many more datagrams the span of seqs from the oldest
@@ -1381,6 +1396,7 @@ func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
 // receiveAck applies the ack header h of a fresh datagram: the verdicts
 // it gives, and the RTT sample it may give the send budget.
 func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader) {
+	c.ackAt = now
 	evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
 	if err != nil {
 		c.stats.AcksRefused++

@@ -224,11 +224,11 @@ type Config struct {
 	MaxDatagramsPerFlush int
 
 	// StallWarning is how long a reliable stream may hold messages without
-	// releasing any (no ack made progress) before the channel counts a
-	// stall (ChannelStats.Stalls) and tells a handler that implements
-	// StallHandler. A pause of the peer or a long outage trips it; an
-	// ordinary slow transfer, which releases messages as acks come, does
-	// not. Default 5 s; range (0, StallTimeout].
+	// progress — no message released, no piece of a large one acked —
+	// before the channel counts a stall (ChannelStats.Stalls) and tells a
+	// handler that implements StallHandler. A pause of the peer or a long
+	// outage trips it; an ordinary slow transfer, which releases messages
+	// or pieces as acks come, does not. Default 5 s; range (0, StallTimeout].
 	StallWarning time.Duration
 
 	// StallTimeout is how long a reliable stream may hold messages without
@@ -256,8 +256,9 @@ type Config struct {
 	QueueDelayTarget time.Duration
 
 	// UnreliableMaxAge is how long an unreliable message held back by the
-	// send budget may wait before it is shed (counted as ShedExpired); a
-	// message is only ever shed after a Flush the budget cut short.
+	// send budget (or by a full span of seqs: ChannelStats.SpanWaits) may
+	// wait before it is shed (counted as ShedExpired); a message is only
+	// ever shed after a Flush that held traffic back.
 	// Default 100 ms; range [1 ms, 1 min].
 	UnreliableMaxAge time.Duration
 

@@ -21,7 +21,8 @@ var (
 	// dropped whole and counted; nothing in it was applied.
 	ErrMalformed = errors.New("transport: malformed datagram")
 	// ErrStalled: a reliable stream held messages and made no progress
-	// (released none) for Config.StallTimeout; Channel.Stalled returns it
+	// (released none, and no piece of a large one was acked) for
+	// Config.StallTimeout; Channel.Stalled returns it
 	// with the stream and the numbers, and an Endpoint ends the session
 	// with wire.DisconnectStalled.
 	ErrStalled = errors.New("transport: reliable stream stalled")

@@ -135,14 +135,18 @@ type reliableSender struct {
 	everQueued uint64
 	// progressAt is the time of the stream's last progress: a release, or
 	// the first Flush that found it holding messages after it held none.
-	// released counts releases; warned marks a stall already reported.
+	// released counts releases; progress counts releases and acked
+	// pieces of large messages (a large message's pieces acked one by one
+	// on a slow path are progress, though none is released for a while);
+	// warned marks a stall already reported.
 	// A stall check passes over a stream that holds nothing, which would
 	// only restart these: idleAt (tot.checks when it last came to hold
 	// nothing) tells the push that ends the idle spell whether a check
 	// ran in it, and so whether to restart them as that check would have.
 	progressAt time.Duration
 	released   uint64
-	seen       uint64 // released as of the last stall check
+	progress   uint64
+	seen       uint64 // progress as of the last stall check
 	warned     bool
 	idleAt     uint64
 }
@@ -307,6 +311,8 @@ func (s *reliableSender) ackPiece(id wire.Seq, piece int) {
 	f.ackedN++
 	if f.ackedN == f.count {
 		s.release(sl)
+	} else {
+		s.progress++
 	}
 }
 
@@ -337,6 +343,7 @@ func (s *reliableSender) lostPiece(id wire.Seq, piece int) {
 
 func (s *reliableSender) release(sl *sendSlot) {
 	s.released++
+	s.progress++
 	s.queued -= len(sl.buf)
 	s.unacked--
 	s.tot.held--
