@@ -144,6 +144,10 @@ type budget struct {
 	noise      time.Duration                 // smoothed change of the queuing delay
 	jitter     time.Duration                 // the RTT's jitter at the last update
 	lastMax    int64                         // the rate in use at the last back-off
+	cleanRate  int64                         // the last rate two clean intervals in a row carried
+	knownRate  int64                         // cleanRate at the last back-off: the path's capacity, from below
+	prevRate   int64                         // the rate in use in the interval before
+	prevPaced  bool                          // pacedIn of the interval before
 	probes     uint                          // probing increases in a row
 	rises      int                           // intervals in a row whose queuing delay grew
 	prevQ      time.Duration                 // the queuing delay of the interval before
@@ -154,6 +158,8 @@ type budget struct {
 	sentN      int64                         // (their ratio is the mean datagram size)
 	pacedIn    bool                          // a Flush was paced in it
 	holdUntil  time.Duration                 // no back-off before this
+	cutAt      time.Duration                 // the last back-off
+	heard      bool                          // a sample of a datagram sent after it came back
 	samples    uint64                        // the tracker's sample count last seen
 
 	stats BudgetStats
@@ -171,6 +177,7 @@ func (b *budget) init(cfg Config) {
 		maxAge:  cfg.UnreliableMaxAge,
 		mtu:     int64(cfg.MTU),
 		rate:    cfg.MaxSendRate,
+		heard:   true,
 	}
 }
 
@@ -271,6 +278,12 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 		}
 	}
 	b.nSamples++
+	// (now − rtt is when the sampled datagram left, give or take the
+	// peer's ack delay.)
+	if !b.heard && now-rtt >= b.cutAt {
+		b.heard = true
+		b.holdUntil = max(b.holdUntil, now+budgetInterval)
+	}
 	if now-b.intervalAt >= budgetInterval && b.nSamples >= budgetSamples {
 		// (An interval lasts until it holds budgetSamples samples: the
 		// minimum of fewer is mostly the peer's ack delay.)
@@ -278,7 +291,7 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	}
 	// A queue that is already over the threshold ends the interval early:
 	// four samples in a row above it are no accident of one late ack.
-	return b.nSamples >= 4 && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
+	return b.nSamples >= 4 && b.heard && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
 }
 
 // threshold is the queuing delay above which the budget backs off.
@@ -308,32 +321,40 @@ func (b *budget) minOfSlots() time.Duration {
 
 // update ends an interval. The queuing delay q is the interval's mean
 // RTT sample (smallest, when the RTT jitter reaches the target) above the
-// base RTT; noise is the smoothed change of q from
-// interval to interval, which random jitter makes large and a growing
-// queue does not (see threshold). Above the threshold in two intervals in
-// a row — or above half of it after growing by more than the noise three
-// intervals in a row: a queue building up (two rises are what a peer
-// that acks on its tick makes of nothing) — and unless the queue is
+// base RTT; noise is the smoothed change of q from interval to interval,
+// which random jitter makes large and a growing queue does not (see
+// threshold) — taken, like the RTT jitter, only from intervals where q
+// neither grew nor stood above the threshold, so a queue that builds does
+// not raise the threshold away from itself. Above the threshold in two
+// intervals in a row — or above half of it after growing by more than the
+// noise three intervals in a row: a queue building up (two rises are what
+// a peer that acks on its tick makes of nothing) — and unless the queue is
 // already draining or the RTT jitter is four targets or more (no usable
-// delay signal: a documented limit), it backs off, once per round trip: to 0.85 of the
-// delivery rate (half of it when the queue is deeper than eight targets).
-// Below a quarter of the threshold it grows when the budget was used (a
-// Flush was paced, or more than half the rate went out): near the rate of
-// the last back-off or the best recent delivery rate (0.8–1.2×) by 1/64
-// an interval, so it does not
-// overshoot into the queue it just drained; elsewhere by 1/32, doubling
-// with each interval in a row up to 1/8 while the acks keep up with what
-// goes out (probing: a lifted bottleneck is found again within a second
-// or two). Else it holds. Loss plays no part.
+// delay signal: a documented limit), it backs off: to 0.85 of the
+// delivery rate (half of it when the queue is deeper than eight targets),
+// then not again before a sample of a datagram sent after the cut is back
+// and an interval more has passed (the samples before it still show the
+// queue the cut is draining). Below a quarter of the threshold it grows
+// when the budget was used (a Flush was paced, or more than half the rate
+// went out): up to 0.95 of the clean rate at the last back-off (the last
+// rate two intervals in a row carried without a queue: the capacity, from
+// below) at the probing pace; near the clean rate, the rate of the last
+// back-off or the best recent delivery rate (0.8–1.2×) by 1/64 an
+// interval, so it does not overshoot into the queue it just drained;
+// elsewhere by 1/32, doubling with each interval in a row up to 1/8 while
+// the acks keep up with what goes out (probing: a lifted bottleneck is
+// found again within a second or two). Else it holds. Loss plays no part.
 //
-// srtt is the smoothed RTT (the hold after a back-off), jitter the RTT's
-// jitter (see threshold), acked the
-// datagrams acked so far (SendStats.Acked): the interval's delivery rate
-// is the ones it added times the mean datagram size, and a back-off goes
-// to 0.85 of the smoothed delivery rate — what the bottleneck carried
-// while its queue grew — when that is below the rate in use.
+// srtt is the smoothed RTT (the least hold after a back-off), jitter the
+// RTT's jitter (see threshold), acked the datagrams acked so far
+// (SendStats.Acked): the interval's delivery rate is the ones it added
+// times the mean datagram size, and a back-off goes to 0.85 of the
+// smoothed delivery rate — what the bottleneck carried while its queue
+// grew — when that is below the rate in use.
 func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
-	b.jitter = jitter
+	if b.rises == 0 || jitter < b.jitter {
+		b.jitter = jitter
+	}
 	el := max(now-b.intervalAt, time.Millisecond)
 	base := b.baseRTT()
 	b.stats.BaseRTT = base
@@ -345,14 +366,29 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	if d < 0 {
 		d = -d
 	}
-	b.noise += (d - b.noise) / 8
+	thr := b.threshold()
 	b.prevQ = b.stats.QueueDelay
 	if q > b.stats.QueueDelay+max(b.target/10, b.noise) {
 		b.rises++
 	} else {
 		b.rises = 0
+		// The noise is the change of the delay the path shows by itself,
+		// and it, like the RTT jitter, is taken only from intervals
+		// without a standing or growing queue: a queue that builds makes
+		// both grow, and the threshold would recede before the very
+		// queue it is there to catch (on real UDP through tbf it went
+		// from 11 to 29 ms while the queue grew).
+		if max(q, b.prevQ) < thr {
+			b.noise += (d - b.noise) / 8
+		}
 	}
 	b.stats.QueueDelay = q
+	// A rate that two intervals in a row carried without a queue, while
+	// the budget was used, is one the path takes.
+	if q < thr/4 && b.prevQ < thr/4 && b.pacedIn && b.prevPaced {
+		b.cleanRate = min(b.prevRate, b.rate)
+	}
+	b.prevRate = b.rate
 	sentRate := b.sent * int64(time.Second) / int64(el)
 	b.sentRate = (b.sentRate + sentRate) / 2
 	var ackRate int64
@@ -376,12 +412,13 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		// no further cut: the last one is working.
 		// And a path whose RTT jitter is four targets or more carries no
 		// usable delay signal: it is not cut for what may be jitter.
-		if now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
+		if b.heard && now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
 			// While a queue grows, the acks arrive at the rate the
 			// bottleneck drains it: its capacity. (Half the sent rate
 			// bounds it from below in the first round trips, when the
 			// acks are still stuck behind the queue.)
 			b.lastMax = max(ackRate, b.ackRate, b.sentRate/2)
+			b.knownRate = b.cleanRate
 			// To 0.85 of it; to half of it when the standing queue is
 			// deep (eight targets: a start at the ceiling, a path that
 			// just narrowed), so it drains in a few round trips.
@@ -390,7 +427,13 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 				cut = 50
 			}
 			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
-			b.holdUntil = now + srtt + budgetInterval
+			// Its effect shows in the samples of what leaves after it
+			// (sample ends the hold an interval after the first one),
+			// which take one round trip as it stands now, queue
+			// included: the smoothed RTT lags far behind that while a
+			// deep queue builds, and a second cut on samples of what left
+			// before the first is a cut for the same queue.
+			b.holdUntil, b.cutAt, b.heard = now+srtt+budgetInterval, now, false
 			b.stats.Backoffs++
 		}
 	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
@@ -404,7 +447,13 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		if ackRate*100 < sentRate*85 {
 			b.probes = 0
 		}
-		if known := max(b.lastMax, b.maxAck); b.rate > known*8/10 && b.rate < known*12/10 {
+		clean := b.knownRate * 95 / 100
+		switch known := max(b.lastMax, b.maxAck, b.knownRate); {
+		case b.rate < clean:
+			// Below a rate the path carried without a queue: back to
+			// it at the probing pace, no further.
+			step = min(step, clean-b.rate)
+		case b.rate > known*8/10 && b.rate < known*12/10:
 			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
 		}
 		b.rate = min(b.ceiling, b.rate+step)
@@ -415,6 +464,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	if q >= b.threshold()/4 {
 		b.probes = 0
 	}
+	b.prevPaced = b.pacedIn
 	b.intervalAt, b.lowest, b.sent, b.pacedIn, b.nSamples, b.sumRTT = now, 0, 0, false, 0, 0
 }
 
