@@ -136,6 +136,7 @@ type budget struct {
 	base       time.Duration                 // the minimum of mins (baseRTT), kept as they change
 	minSlot    int64                         // the slot mins[minSlot%len] covers
 	intervalAt time.Duration                 // start of the current interval
+	rateAt     time.Duration                 // start of the current rate measurement (sent, acked)
 	lowest     time.Duration                 // smallest RTT sample in it, 0: none
 	sumRTT     time.Duration                 // sum of its RTT samples (their mean is the queue signal)
 	nSamples   int                           // samples in it
@@ -160,6 +161,9 @@ type budget struct {
 	holdUntil  time.Duration                 // no back-off before this
 	cutAt      time.Duration                 // the last back-off
 	heard      bool                          // a sample of a datagram sent after it came back
+	latest     time.Duration                 // the last RTT sample
+	over       int                           // samples in a row above the threshold
+	overFirst  time.Duration                 // the first of them
 	samples    uint64                        // the tracker's sample count last seen
 
 	stats BudgetStats
@@ -190,7 +194,7 @@ func (b *budget) init(cfg Config) {
 // does not save up a burst.
 func (b *budget) refill(now time.Duration) {
 	if !b.started {
-		b.started, b.filledAt, b.intervalAt = true, now, now
+		b.started, b.filledAt, b.intervalAt, b.rateAt = true, now, now, now
 		b.tokens = 2 * b.mtu
 		return
 	}
@@ -278,6 +282,15 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 		}
 	}
 	b.nSamples++
+	b.latest = rtt
+	if rtt-b.base > b.threshold() {
+		if b.over == 0 {
+			b.overFirst = rtt
+		}
+		b.over++
+	} else {
+		b.over = 0
+	}
 	// (now − rtt is when the sampled datagram left, give or take the
 	// peer's ack delay.)
 	if !b.heard && now-rtt >= b.cutAt {
@@ -291,7 +304,7 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	}
 	// A queue that is already over the threshold ends the interval early:
 	// four samples in a row above it are no accident of one late ack.
-	return b.nSamples >= 4 && b.heard && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
+	return b.over >= budgetSamples && b.heard && now >= b.holdUntil
 }
 
 // threshold is the queuing delay above which the budget backs off.
@@ -355,7 +368,6 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	if b.rises == 0 || jitter < b.jitter {
 		b.jitter = jitter
 	}
-	el := max(now-b.intervalAt, time.Millisecond)
 	base := b.baseRTT()
 	b.stats.BaseRTT = base
 	q := b.lowest - base
@@ -389,30 +401,41 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		b.cleanRate = min(b.prevRate, b.rate)
 	}
 	b.prevRate = b.rate
-	sentRate := b.sent * int64(time.Second) / int64(el)
-	b.sentRate = (b.sentRate + sentRate) / 2
-	var ackRate int64
-	if b.sentN > 0 {
-		ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
-		b.ackRate += (ackRate - b.ackRate) / 4
+	// The sent and delivery rates are measured over an interval at least:
+	// over one that a queue ended early (sample) a count of a few acks is
+	// no rate (on real UDP one of 9 ms read 760 KB/s through a 200 KB/s
+	// bottleneck). Until then the smoothed ones stand in.
+	sentRate, ackRate := b.sentRate, b.ackRate
+	if el := now - b.rateAt; el >= budgetInterval {
+		sentRate = b.sent * int64(time.Second) / int64(el)
+		b.sentRate = (b.sentRate + sentRate) / 2
+		if b.sentN > 0 {
+			ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
+			b.ackRate += (ackRate - b.ackRate) / 4
+		}
+		// The largest smoothed delivery rate seen while a queue stood
+		// (then the acks come at the bottleneck's rate), fading by a
+		// third every ~4 s: the capacity the path showed lately, so the
+		// creep zone stays near it even after a cut far below it.
+		// (Without a queue the acks only echo what was sent, and say
+		// nothing of the capacity.)
+		b.maxAck -= b.maxAck / 128
+		if q >= thr/2 {
+			b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
+		}
+		b.acked, b.sent, b.rateAt = acked, 0, now
 	}
-	// The largest smoothed delivery rate seen while a queue stood (then
-	// the acks come at the bottleneck's rate), fading by a third every
-	// ~4 s: the capacity the path showed lately, so the creep zone stays
-	// near it even after a cut far below it. (Without a queue the acks
-	// only echo what was sent, and say nothing of the capacity.)
-	b.maxAck -= b.maxAck / 128
-	if q >= b.threshold()/2 {
-		b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
-	}
-	b.acked = acked
+	// Four samples in a row above the threshold, the last no lower than
+	// the first, are a queue that stands or grows now, whatever the
+	// interval's earlier samples said (sample ended the interval early).
+	overRun := b.over >= budgetSamples && b.latest >= b.overFirst-max(b.noise, b.target/10)
 	switch {
-	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
+	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3 || overRun:
 		// A queue already draining (q fell since the last interval) needs
 		// no further cut: the last one is working.
 		// And a path whose RTT jitter is four targets or more carries no
 		// usable delay signal: it is not cut for what may be jitter.
-		if b.heard && now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
+		if b.heard && now >= b.holdUntil && (q >= b.prevQ-max(b.noise, b.target/10) || overRun) && b.jitter < 4*b.target {
 			// While a queue grows, the acks arrive at the rate the
 			// bottleneck drains it: its capacity. (Half the sent rate
 			// bounds it from below in the first round trips, when the
@@ -433,7 +456,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			// included: the smoothed RTT lags far behind that while a
 			// deep queue builds, and a second cut on samples of what left
 			// before the first is a cut for the same queue.
-			b.holdUntil, b.cutAt, b.heard = now+srtt+budgetInterval, now, false
+			b.holdUntil, b.cutAt, b.heard, b.over = now+srtt+budgetInterval, now, false, 0
 			b.stats.Backoffs++
 		}
 	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
@@ -465,7 +488,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		b.probes = 0
 	}
 	b.prevPaced = b.pacedIn
-	b.intervalAt, b.lowest, b.sent, b.pacedIn, b.nSamples, b.sumRTT = now, 0, 0, false, 0, 0
+	b.intervalAt, b.lowest, b.pacedIn, b.nSamples, b.sumRTT = now, 0, false, 0, 0
 }
 
 // nextSlot is the pacing slot: when the bucket turns positive again.
