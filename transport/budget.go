@@ -51,6 +51,7 @@ const (
 	budgetMinWindow = 10 * time.Second      // the base RTT is the minimum over this long
 	budgetMinSlots  = 10                    // ... kept as this many per-slot minima
 	budgetBurst     = KeepAliveInterval     // unused budget carries over at most this long
+	budgetMinBurst  = 20 * time.Millisecond // ... and at least this long, or twice the loop's usual Flush gap
 	budgetQuantum   = time.Millisecond      // pacing slots are at least this far apart
 	budgetSamples   = 4                     // ... and holds at least this many RTT samples
 )
@@ -128,6 +129,7 @@ type budget struct {
 	rate     int64 // bytes/s
 	tokens   int64 // bytes; may go one datagram negative
 	filledAt time.Duration
+	gapAvg   time.Duration // smoothed time between Flushes (refills)
 	started  bool
 	paced    bool // the last Flush held something back for lack of tokens
 
@@ -186,12 +188,16 @@ func (b *budget) init(cfg Config) {
 }
 
 // refill adds the tokens earned since the last refill. Unused budget
-// carries over only as long as the time since the last Flush (at most
-// budgetBurst), plus one datagram, so a Flush can always send: a loop that
-// Flushes every millisecond (at its pacing slots) sends in small bursts,
-// one that Flushes once a tick sends the tick's worth at once, one that
-// Flushes at 10 Hz a tenth of a second's, and a channel idle for a while
-// does not save up a burst.
+// carries over only as long as the time since the last Flush — at most
+// budgetBurst, and at most twice the loop's usual gap between Flushes
+// (but 20 ms at least) — plus one datagram, so a Flush can always send: a
+// loop that Flushes every millisecond (at its pacing slots) sends in small
+// bursts, one that Flushes once a tick sends the tick's worth at once, one
+// that Flushes at 10 Hz a tenth of a second's, and a channel idle for a
+// while, or a loop the scheduler stalled for a while, does not save up a
+// burst (what the link did not carry while nothing was sent, a burst
+// after it carries only by queuing: on real UDP through tbf, 94 ms of a
+// stalled process came out as a 17 KB burst and 50 ms of queue).
 func (b *budget) refill(now time.Duration) {
 	if !b.started {
 		b.started, b.filledAt, b.intervalAt, b.rateAt = true, now, now, now
@@ -204,8 +210,9 @@ func (b *budget) refill(now time.Duration) {
 	}
 	b.filledAt = now
 	earned := mulRate(b.rate, gap)
-	capTok := mulRate(b.rate, min(gap, budgetBurst)) + b.mtu
+	capTok := mulRate(b.rate, min(gap, budgetBurst, max(2*b.gapAvg, budgetMinBurst))) + b.mtu
 	b.tokens = min(b.tokens+earned, capTok)
+	b.gapAvg += (gap - b.gapAvg) / 8
 }
 
 // mulRate returns the bytes rate (bytes/s) earns in d, without overflow

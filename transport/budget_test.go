@@ -320,3 +320,38 @@ func TestBudgetNoAllocs(t *testing.T) {
 			p.hb.messages-before, st0.PacedWaits, st.PacedWaits, st0.Shed, st.Shed)
 	}
 }
+
+// TestBudgetStallNoBurst: the bucket carries unused budget over only as
+// long as the loop's usual gap between Flushes allows. An event loop that
+// Flushes every millisecond and then stalls for 100 ms (a descheduled
+// process) may send 20 ms of its rate at once, not 100 ms — the link sat
+// idle meanwhile, and a burst after it only queues — while a loop that
+// Flushes at 10 Hz still gets each tenth of a second's worth.
+func TestBudgetStallNoBurst(t *testing.T) {
+	const rate = 200_000
+	var b budget
+	b.init(Config{MaxSendRate: rate, MTU: MaxMTU}.WithDefaults())
+	now := time.Duration(0)
+	for range 500 {
+		b.refill(now)
+		b.spend(int(b.tokens), true) // the game offers more than the rate
+		now += time.Millisecond
+	}
+	now += 100 * time.Millisecond
+	b.refill(now)
+	if limit := int64(rate/50 + MaxMTU); b.tokens > limit {
+		t.Errorf("after a 100 ms stall of a 1 kHz loop: %d B may leave at once, want ≤ %d (20 ms at %d B/s and a datagram)", b.tokens, limit, rate)
+	}
+	var slow budget
+	slow.init(Config{MaxSendRate: rate, MTU: MaxMTU}.WithDefaults())
+	now = 0
+	for range 50 {
+		slow.refill(now)
+		slow.spend(int(slow.tokens), true)
+		now += 100 * time.Millisecond
+	}
+	slow.refill(now)
+	if want := int64(rate / 10); slow.tokens < want {
+		t.Errorf("a 10 Hz loop may send %d B a Flush, want ≥ %d (a tenth of a second at %d B/s)", slow.tokens, want, rate)
+	}
+}
