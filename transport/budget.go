@@ -51,7 +51,8 @@ const (
 	budgetMinWindow = 10 * time.Second      // the base RTT is the minimum over this long
 	budgetMinSlots  = 10                    // ... kept as this many per-slot minima
 	budgetBurst     = KeepAliveInterval     // unused budget carries over at most this long
-	budgetMinBurst  = 20 * time.Millisecond // ... and at least this long, or twice the loop's usual Flush gap
+	budgetMinBurst  = 5 * time.Millisecond  // ... and at least this long, or twice the loop's usual Flush gap
+	budgetStall     = 20 * time.Millisecond // a loop this late for its pacing slot was stalled
 	budgetQuantum   = time.Millisecond      // pacing slots are at least this far apart
 	budgetSamples   = 4                     // ... and holds at least this many RTT samples
 )
@@ -190,7 +191,7 @@ func (b *budget) init(cfg Config) {
 // refill adds the tokens earned since the last refill. Unused budget
 // carries over only as long as the time since the last Flush — at most
 // budgetBurst, and at most twice the loop's usual gap between Flushes
-// (but 20 ms at least) — plus one datagram, so a Flush can always send: a
+// (but 5 ms at least) — plus one datagram, so a Flush can always send: a
 // loop that Flushes every millisecond (at its pacing slots) sends in small
 // bursts, one that Flushes once a tick sends the tick's worth at once, one
 // that Flushes at 10 Hz a tenth of a second's, and a channel idle for a
@@ -265,7 +266,7 @@ func (b *budget) congested() bool { return b.on && b.stats.QueueDelay > b.thresh
 // sample takes one RTT sample at now and reports whether an interval has
 // passed: then the caller runs update.
 func (b *budget) sample(now, rtt time.Duration) bool {
-	if rtt <= 0 {
+	if rtt <= 0 || b.stalled(now) {
 		return false
 	}
 	b.sumRTT += rtt
@@ -312,6 +313,16 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	// A queue that is already over the threshold ends the interval early:
 	// four samples in a row above it are no accident of one late ack.
 	return b.over >= budgetSamples && b.heard && now >= b.holdUntil
+}
+
+// stalled reports whether the loop is late: its last Flush was held back
+// and asked to be woken at its pacing slot, and now is far past it (more
+// than twice the loop's usual Flush gap, and budgetStall: a descheduled
+// process). The acks it reads now may have waited in its socket all that
+// time, and their RTT samples measure the stall, not a queue on the path,
+// so the estimator skips them (the SendTracker still takes them).
+func (b *budget) stalled(now time.Duration) bool {
+	return b.started && b.paced && now-b.nextSlot(b.filledAt) > max(2*b.gapAvg, budgetStall)
 }
 
 // threshold is the queuing delay above which the budget backs off.
