@@ -53,6 +53,7 @@ const (
 	budgetBurst     = KeepAliveInterval     // unused budget carries over at most this long
 	budgetMinBurst  = 5 * time.Millisecond  // ... and at least this long, or twice the loop's usual Flush gap
 	budgetStall     = 20 * time.Millisecond // a loop this late for its pacing slot was stalled
+	budgetFlat      = 4                     // intervals of a low, steady delay that let the rate grow
 	budgetQuantum   = time.Millisecond      // pacing slots are at least this far apart
 	budgetSamples   = 4                     // ... and holds at least this many RTT samples
 )
@@ -166,6 +167,7 @@ type budget struct {
 	heard      bool                          // a sample of a datagram sent after it came back
 	latest     time.Duration                 // the last RTT sample
 	over       int                           // samples in a row above the threshold
+	flat       int                           // intervals in a row whose low queuing delay held still
 	overFirst  time.Duration                 // the first of them
 	samples    uint64                        // the tracker's sample count last seen
 
@@ -413,6 +415,19 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		}
 	}
 	b.stats.QueueDelay = q
+	// A delay below half the threshold that holds still, interval after
+	// interval, is no queue: a constant part of it — the bottleneck's
+	// serialisation of a datagram larger than those that set the base RTT
+	// (5 ms for 1000 B at 200 KB/s) — would otherwise hold the rate
+	// wherever it stands once that part reaches a quarter of the threshold
+	// — so far below what the path has shown it carries (maxAck, knownRate)
+	// the rate grows on a steady delay too (on simlink it stood at 57 KB/s
+	// under a 200 KB/s bottleneck for 4 s, seed 31 of the bench).
+	if q < thr/2 && d <= max(b.noise, b.target/10) {
+		b.flat++
+	} else {
+		b.flat = 0
+	}
 	// A rate that two intervals in a row carried without a queue, while
 	// the budget was used, is one the path takes.
 	if q < thr/4 && b.prevQ < thr/4 && b.pacedIn && b.prevPaced {
@@ -477,7 +492,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			b.holdUntil, b.cutAt, b.heard, b.over = now+srtt+budgetInterval, now, false, 0
 			b.stats.Backoffs++
 		}
-	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
+	case (q < b.threshold()/4 || b.flat >= budgetFlat && b.rate < max(b.maxAck, b.knownRate)*8/10) && (b.pacedIn || sentRate*2 > b.rate):
 		// Probing, far from the last back-off: 1/32, doubling with each
 		// interval in a row up to 1/8.
 		// The doubling needs the peer's acks to keep up with what goes

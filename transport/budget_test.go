@@ -283,8 +283,8 @@ func TestBudgetBottleneck(t *testing.T) {
 // real UDP through tbf, TestBudgetNetnsTBF saw 40–94 ms stalls under load).
 // Its loop must not come back with a burst of what it did not send
 // meanwhile: the p99 queuing delay from 3 s on stays within two ticks
-// (27.9–31.1 ms over seeds 1–40), and the stalls do not read as queuing
-// (wire rate 171–174 KB/s; the stalls leave 174).
+// (27.9–32.2 ms over seeds 1–40), and the stalls do not read as queuing
+// (wire rate 168–175 KB/s; the stalls leave 174).
 func TestBudgetBottleneckStalls(t *testing.T) {
 	seed := *budgetSeed
 	repro := fmt.Sprintf("reproduce: go test ./transport -run 'TestBudgetBottleneckStalls$' -budget.seed=%d -v", seed)
