@@ -372,7 +372,7 @@ func (b *budget) minOfSlots() time.Duration {
 // went out): up to 0.95 of the clean rate at the last back-off (the last
 // rate two intervals in a row carried without a queue: the capacity, from
 // below) at the probing pace; near the clean rate, the rate of the last
-// back-off or the best recent delivery rate (0.8–1.2×) by 1/64 an
+// back-off or the best recent delivery rate (0.8–1.1×) by 1/64 an
 // interval, so it does not overshoot into the queue it just drained;
 // elsewhere by 1/32, doubling with each interval in a row up to 1/8 while
 // the acks keep up with what goes out (probing: a lifted bottleneck is
@@ -509,7 +509,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			// Below a rate the path carried without a queue: back to
 			// it at the probing pace, no further.
 			step = min(step, clean-b.rate)
-		case b.rate > known*8/10 && b.rate < known*12/10:
+		case b.rate > known*8/10 && b.rate < known*11/10:
 			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
 		}
 		b.rate = min(b.ceiling, b.rate+step)
