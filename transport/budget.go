@@ -25,6 +25,14 @@ import (
 // out; a queue growing in a bottleneck router does not. Loss is never a
 // signal: a link that drops 20 % at random but queues nothing keeps its
 // rate.
+//
+// Four samples in a row above the threshold back off at once, without
+// waiting for the interval's end; one back-off is not followed by another
+// before samples of what left after it are back; and the rate climbs fast
+// back to the last rate the path carried clean, creeping only above it.
+// A loop the scheduler stalled neither comes back with a burst of the
+// tokens it did not spend nor reads the late acks of the stall as queue.
+// (On real UDP through tbf each of these showed as a p99 above 33 ms.)
 
 // Defaults and fixed constants of the send budget.
 const (
@@ -165,10 +173,7 @@ type budget struct {
 	holdUntil  time.Duration                 // no back-off before this
 	cutAt      time.Duration                 // the last back-off
 	heard      bool                          // a sample of a datagram sent after it came back
-	latest     time.Duration                 // the last RTT sample
-	over       int                           // samples in a row above the threshold
 	flat       int                           // intervals in a row whose low queuing delay held still
-	overFirst  time.Duration                 // the first of them
 	samples    uint64                        // the tracker's sample count last seen
 
 	stats BudgetStats
@@ -292,15 +297,6 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 		}
 	}
 	b.nSamples++
-	b.latest = rtt
-	if rtt-b.base > b.threshold() {
-		if b.over == 0 {
-			b.overFirst = rtt
-		}
-		b.over++
-	} else {
-		b.over = 0
-	}
 	// (now − rtt is when the sampled datagram left, give or take the
 	// peer's ack delay.)
 	if !b.heard && now-rtt >= b.cutAt {
@@ -314,7 +310,7 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	}
 	// A queue that is already over the threshold ends the interval early:
 	// four samples in a row above it are no accident of one late ack.
-	return b.over >= budgetSamples && b.heard && now >= b.holdUntil
+	return b.nSamples >= 4 && b.heard && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
 }
 
 // stalled reports whether the loop is late: its last Flush was held back
@@ -385,9 +381,7 @@ func (b *budget) minOfSlots() time.Duration {
 // smoothed delivery rate — what the bottleneck carried while its queue
 // grew — when that is below the rate in use.
 func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
-	if b.rises == 0 || jitter < b.jitter {
-		b.jitter = jitter
-	}
+	b.jitter = jitter
 	base := b.baseRTT()
 	b.stats.BaseRTT = base
 	q := b.lowest - base
@@ -405,14 +399,14 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	} else {
 		b.rises = 0
 		// The noise is the change of the delay the path shows by itself,
-		// and it, like the RTT jitter, is taken only from intervals
-		// without a standing or growing queue: a queue that builds makes
-		// both grow, and the threshold would recede before the very
-		// queue it is there to catch (on real UDP through tbf it went
-		// from 11 to 29 ms while the queue grew).
-		if max(q, b.prevQ) < thr {
-			b.noise += (d - b.noise) / 8
-		}
+		// and it, like the RTT jitter, is not taken from intervals whose
+		// delay grew: a queue that builds makes both grow, and the
+		// threshold would recede before the very queue it is there to
+		// catch (on real UDP through tbf it went from 11 to 29 ms while
+		// the queue grew). (Nor only from intervals below the threshold:
+		// a path whose delay varies by itself — a peer that acks on its
+		// tick — would then never raise it, and back off for nothing.)
+		b.noise += (d - b.noise) / 8
 	}
 	b.stats.QueueDelay = q
 	// A delay below half the threshold that holds still, interval after
@@ -458,17 +452,13 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		}
 		b.acked, b.sent, b.rateAt = acked, 0, now
 	}
-	// Four samples in a row above the threshold, the last no lower than
-	// the first, are a queue that stands or grows now, whatever the
-	// interval's earlier samples said (sample ended the interval early).
-	overRun := b.over >= budgetSamples && b.latest >= b.overFirst-max(b.noise, b.target/10)
 	switch {
-	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3 || overRun:
+	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
 		// A queue already draining (q fell since the last interval) needs
 		// no further cut: the last one is working.
 		// And a path whose RTT jitter is four targets or more carries no
 		// usable delay signal: it is not cut for what may be jitter.
-		if b.heard && now >= b.holdUntil && (q >= b.prevQ-max(b.noise, b.target/10) || overRun) && b.jitter < 4*b.target {
+		if b.heard && now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
 			// While a queue grows, the acks arrive at the rate the
 			// bottleneck drains it: its capacity. (Half the sent rate
 			// bounds it from below in the first round trips, when the
@@ -489,7 +479,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			// included: the smoothed RTT lags far behind that while a
 			// deep queue builds, and a second cut on samples of what left
 			// before the first is a cut for the same queue.
-			b.holdUntil, b.cutAt, b.heard, b.over = now+srtt+budgetInterval, now, false, 0
+			b.holdUntil, b.cutAt, b.heard = now+srtt+budgetInterval, now, false
 			b.stats.Backoffs++
 		}
 	case (q < b.threshold()/4 || b.flat >= budgetFlat && b.rate < max(b.maxAck, b.knownRate)*8/10) && (b.pacedIn || sentRate*2 > b.rate):
