@@ -26,10 +26,10 @@ import (
 // signal: a link that drops 20 % at random but queues nothing keeps its
 // rate.
 //
-// Four samples in a row above the threshold back off at once, without
-// waiting for the interval's end; one back-off is not followed by another
-// before samples of what left after it are back; and the rate climbs fast
-// back to the last rate the path carried clean, creeping only above it.
+// One back-off is not followed by another before samples of what left
+// after it are back; the threshold does not grow with a queue that
+// builds; and the rate climbs fast back to the last rate the path carried
+// clean, creeping only a little above it.
 // A loop the scheduler stalled neither comes back with a burst of the
 // tokens it did not spend nor reads the late acks of the stall as queue.
 // (On real UDP through tbf each of these showed as a p99 above 33 ms.)
@@ -352,10 +352,9 @@ func (b *budget) minOfSlots() time.Duration {
 // RTT sample (smallest, when the RTT jitter reaches the target) above the
 // base RTT; noise is the smoothed change of q from interval to interval,
 // which random jitter makes large and a growing queue does not (see
-// threshold) — taken, like the RTT jitter, only from intervals where q
-// neither grew nor stood above the threshold, so a queue that builds does
-// not raise the threshold away from itself. Above the threshold in two
-// intervals in a row — or above half of it after growing by more than the
+// threshold) — taken only from intervals where q did not grow, so a queue
+// that builds does not raise the threshold away from itself. Above the
+// threshold in two intervals in a row — or above half of it after growing by more than the
 // noise three intervals in a row: a queue building up (two rises are what
 // a peer that acks on its tick makes of nothing) — and unless the queue is
 // already draining or the RTT jitter is four targets or more (no usable
@@ -363,8 +362,10 @@ func (b *budget) minOfSlots() time.Duration {
 // delivery rate (half of it when the queue is deeper than eight targets),
 // then not again before a sample of a datagram sent after the cut is back
 // and an interval more has passed (the samples before it still show the
-// queue the cut is draining). Below a quarter of the threshold it grows
-// when the budget was used (a Flush was paced, or more than half the rate
+// queue the cut is draining). Below a quarter of the threshold (or
+// below half of it, holding still for budgetFlat intervals, at a rate far
+// below what the path has shown it carries) it grows when the budget was
+// used (a Flush was paced, or more than half the rate
 // went out): up to 0.95 of the clean rate at the last back-off (the last
 // rate two intervals in a row carried without a queue: the capacity, from
 // below) at the probing pace; near the clean rate, the rate of the last

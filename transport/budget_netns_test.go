@@ -151,14 +151,11 @@ func (h *tbfReceiver) OnMessage(_ *transport.Peer, m transport.Message) {
 func TestBudgetNetnsTBF(t *testing.T) {
 	if !inNetns() {
 		if !*netnsOn {
-			// Opt-in: it takes ~10 s of wall time and real timing. It
-			// holds p99 ≤ 33 ms now (16.1–19.7 ms in 14 runs of 15 on
-			// 2026-12-02 on a 2-core machine at load average 2–10, 22.5
-			// and 29.2 ms in two more, recovery 1.0–1.9 s; it failed at
-			// 59.8 ms once at load average 14, before untimed datagrams
-			// were left out), where it read 40.6–41.0 ms before the
-			// budget's back-off hold, clean-rate probing and stall
-			// handling.
+			// Opt-in: it takes ~10 s of wall time and real timing. On
+			// 2026-12-02 it held p99 ≤ 33 ms in 5 runs of 5 on a 2-core
+			// machine at load average 4–5 (19.0–28.7 ms, recovery
+			// 0.82–1.49 s; docs/TUNING.md has the history), where it
+			// read 40.6–41.0 ms before.
 			t.Skip("real-network bottleneck test: run with -budget.netns (as root, with unshare and tc; ~10 s of wall time)")
 		}
 		var args []string
