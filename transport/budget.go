@@ -25,6 +25,14 @@ import (
 // out; a queue growing in a bottleneck router does not. Loss is never a
 // signal: a link that drops 20 % at random but queues nothing keeps its
 // rate.
+//
+// One back-off is not followed by another before samples of what left
+// after it are back; the threshold does not grow with a queue that
+// builds; and the rate climbs fast back to the last rate the path carried
+// clean, creeping only a little above it.
+// A loop the scheduler stalled neither comes back with a burst of the
+// tokens it did not spend nor reads the late acks of the stall as queue.
+// (On real UDP through tbf each of these showed as a p99 above 33 ms.)
 
 // Defaults and fixed constants of the send budget.
 const (
@@ -51,6 +59,9 @@ const (
 	budgetMinWindow = 10 * time.Second      // the base RTT is the minimum over this long
 	budgetMinSlots  = 10                    // ... kept as this many per-slot minima
 	budgetBurst     = KeepAliveInterval     // unused budget carries over at most this long
+	budgetMinBurst  = 5 * time.Millisecond  // ... and at least this long, or twice the loop's usual Flush gap
+	budgetStall     = 20 * time.Millisecond // a loop this late for its pacing slot was stalled
+	budgetFlat      = 4                     // intervals of a low, steady delay that let the rate grow
 	budgetQuantum   = time.Millisecond      // pacing slots are at least this far apart
 	budgetSamples   = 4                     // ... and holds at least this many RTT samples
 )
@@ -129,6 +140,7 @@ type budget struct {
 	rate     int64 // bytes/s
 	tokens   int64 // bytes; may go one datagram negative
 	filledAt time.Duration
+	gapAvg   time.Duration // smoothed time between Flushes (refills)
 	started  bool
 	paced    bool // the last Flush held something back for lack of tokens
 
@@ -137,6 +149,7 @@ type budget struct {
 	base       time.Duration                 // the minimum of mins (baseRTT), kept as they change
 	minSlot    int64                         // the slot mins[minSlot%len] covers
 	intervalAt time.Duration                 // start of the current interval
+	rateAt     time.Duration                 // start of the current rate measurement (sent, acked)
 	lowest     time.Duration                 // smallest RTT sample in it, 0: none
 	sumRTT     time.Duration                 // sum of its RTT samples (their mean is the queue signal)
 	nSamples   int                           // samples in it
@@ -146,6 +159,10 @@ type budget struct {
 	noise      time.Duration                 // smoothed change of the queuing delay
 	jitter     time.Duration                 // the RTT's jitter at the last update
 	lastMax    int64                         // the rate in use at the last back-off
+	cleanRate  int64                         // the last rate two clean intervals in a row carried
+	knownRate  int64                         // cleanRate at the last back-off: the path's capacity, from below
+	prevRate   int64                         // the rate in use in the interval before
+	prevPaced  bool                          // pacedIn of the interval before
 	probes     uint                          // probing increases in a row
 	rises      int                           // intervals in a row whose queuing delay grew
 	prevQ      time.Duration                 // the queuing delay of the interval before
@@ -156,6 +173,9 @@ type budget struct {
 	sentN      int64                         // (their ratio is the mean datagram size)
 	pacedIn    bool                          // a Flush was paced in it
 	holdUntil  time.Duration                 // no back-off before this
+	cutAt      time.Duration                 // the last back-off
+	heard      bool                          // a sample of a datagram sent after it came back
+	flat       int                           // intervals in a row whose low queuing delay held still
 	samples    uint64                        // the tracker's sample count last seen
 
 	stats BudgetStats
@@ -172,19 +192,24 @@ func (b *budget) init(cfg Config) {
 		target:  cfg.QueueDelayTarget,
 		mtu:     int64(cfg.MTU),
 		rate:    cfg.MaxSendRate,
+		heard:   true,
 	}
 }
 
 // refill adds the tokens earned since the last refill. Unused budget
-// carries over only as long as the time since the last Flush (at most
-// budgetBurst), plus one datagram, so a Flush can always send: a loop that
-// Flushes every millisecond (at its pacing slots) sends in small bursts,
-// one that Flushes once a tick sends the tick's worth at once, one that
-// Flushes at 10 Hz a tenth of a second's, and a channel idle for a while
-// does not save up a burst.
+// carries over only as long as the time since the last Flush — at most
+// budgetBurst, and at most twice the loop's usual gap between Flushes
+// (but 5 ms at least) — plus one datagram, so a Flush can always send: a
+// loop that Flushes every millisecond (at its pacing slots) sends in small
+// bursts, one that Flushes once a tick sends the tick's worth at once, one
+// that Flushes at 10 Hz a tenth of a second's, and a channel idle for a
+// while, or a loop the scheduler stalled for a while, does not save up a
+// burst (what the link did not carry while nothing was sent, a burst
+// after it carries only by queuing: on real UDP through tbf, 94 ms of a
+// stalled process came out as a 17 KB burst and 50 ms of queue).
 func (b *budget) refill(now time.Duration) {
 	if !b.started {
-		b.started, b.filledAt, b.intervalAt = true, now, now
+		b.started, b.filledAt, b.intervalAt, b.rateAt = true, now, now, now
 		b.tokens = 2 * b.mtu
 		return
 	}
@@ -194,8 +219,9 @@ func (b *budget) refill(now time.Duration) {
 	}
 	b.filledAt = now
 	earned := mulRate(b.rate, gap)
-	capTok := mulRate(b.rate, min(gap, budgetBurst)) + b.mtu
+	capTok := mulRate(b.rate, min(gap, budgetBurst, max(2*b.gapAvg, budgetMinBurst))) + b.mtu
 	b.tokens = min(b.tokens+earned, capTok)
+	b.gapAvg += (gap - b.gapAvg) / 8
 }
 
 // mulRate returns the bytes rate (bytes/s) earns in d, without overflow
@@ -249,7 +275,7 @@ func (b *budget) congested() bool { return b.on && b.stats.QueueDelay > b.thresh
 // sample takes one RTT sample at now and reports whether an interval has
 // passed: then the caller runs update.
 func (b *budget) sample(now, rtt time.Duration) bool {
-	if rtt <= 0 {
+	if rtt <= 0 || b.stalled(now) {
 		return false
 	}
 	b.sumRTT += rtt
@@ -273,6 +299,12 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 		}
 	}
 	b.nSamples++
+	// (now − rtt is when the sampled datagram left, give or take the
+	// peer's ack delay.)
+	if !b.heard && now-rtt >= b.cutAt {
+		b.heard = true
+		b.holdUntil = max(b.holdUntil, now+budgetInterval)
+	}
 	if now-b.intervalAt >= budgetInterval && b.nSamples >= budgetSamples {
 		// (An interval lasts until it holds budgetSamples samples: the
 		// minimum of fewer is mostly the peer's ack delay.)
@@ -280,7 +312,17 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	}
 	// A queue that is already over the threshold ends the interval early:
 	// four samples in a row above it are no accident of one late ack.
-	return b.nSamples >= 4 && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
+	return b.nSamples >= 4 && b.heard && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
+}
+
+// stalled reports whether the loop is late: its last Flush was held back
+// and asked to be woken at its pacing slot, and now is far past it (more
+// than twice the loop's usual Flush gap, and budgetStall: a descheduled
+// process). The acks it reads now may have waited in its socket all that
+// time, and their RTT samples measure the stall, not a queue on the path,
+// so the estimator skips them (the SendTracker still takes them).
+func (b *budget) stalled(now time.Duration) bool {
+	return b.started && b.paced && now-b.nextSlot(b.filledAt) > max(2*b.gapAvg, budgetStall)
 }
 
 // threshold is the queuing delay above which the budget backs off.
@@ -310,33 +352,39 @@ func (b *budget) minOfSlots() time.Duration {
 
 // update ends an interval. The queuing delay q is the interval's mean
 // RTT sample (smallest, when the RTT jitter reaches the target) above the
-// base RTT; noise is the smoothed change of q from
-// interval to interval, which random jitter makes large and a growing
-// queue does not (see threshold). Above the threshold in two intervals in
-// a row — or above half of it after growing by more than the noise three
-// intervals in a row: a queue building up (two rises are what a peer
-// that acks on its tick makes of nothing) — and unless the queue is
+// base RTT; noise is the smoothed change of q from interval to interval,
+// which random jitter makes large and a growing queue does not (see
+// threshold) — taken only from intervals where q did not grow, so a queue
+// that builds does not raise the threshold away from itself. Above the
+// threshold in two intervals in a row — or above half of it after growing by more than the
+// noise three intervals in a row: a queue building up (two rises are what
+// a peer that acks on its tick makes of nothing) — and unless the queue is
 // already draining or the RTT jitter is four targets or more (no usable
-// delay signal: a documented limit), it backs off, once per round trip: to 0.85 of the
-// delivery rate (half of it when the queue is deeper than eight targets).
-// Below a quarter of the threshold it grows when the budget was used (a
-// Flush was paced, or more than half the rate went out): near the rate of
-// the last back-off or the best recent delivery rate (0.8–1.2×) by 1/64
-// an interval, so it does not
-// overshoot into the queue it just drained; elsewhere by 1/32, doubling
-// with each interval in a row up to 1/8 while the acks keep up with what
-// goes out (probing: a lifted bottleneck is found again within a second
-// or two). Else it holds. Loss plays no part.
+// delay signal: a documented limit), it backs off: to 0.85 of the
+// delivery rate (half of it when the queue is deeper than eight targets),
+// then not again before a sample of a datagram sent after the cut is back
+// and an interval more has passed (the samples before it still show the
+// queue the cut is draining). Below a quarter of the threshold (or
+// below half of it, holding still for budgetFlat intervals, at a rate far
+// below what the path has shown it carries) it grows when the budget was
+// used (a Flush was paced, or more than half the rate
+// went out): up to 0.95 of the clean rate at the last back-off (the last
+// rate two intervals in a row carried without a queue: the capacity, from
+// below) at the probing pace; near the clean rate, the rate of the last
+// back-off or the best recent delivery rate (0.8–1.1×) by 1/64 an
+// interval, so it does not overshoot into the queue it just drained;
+// elsewhere by 1/32, doubling with each interval in a row up to 1/8 while
+// the acks keep up with what goes out (probing: a lifted bottleneck is
+// found again within a second or two). Else it holds. Loss plays no part.
 //
-// srtt is the smoothed RTT (the hold after a back-off), jitter the RTT's
-// jitter (see threshold), acked the
-// datagrams acked so far (SendStats.Acked): the interval's delivery rate
-// is the ones it added times the mean datagram size, and a back-off goes
-// to 0.85 of the smoothed delivery rate — what the bottleneck carried
-// while its queue grew — when that is below the rate in use.
+// srtt is the smoothed RTT (the least hold after a back-off), jitter the
+// RTT's jitter (see threshold), acked the datagrams acked so far
+// (SendStats.Acked): the interval's delivery rate is the ones it added
+// times the mean datagram size, and a back-off goes to 0.85 of the
+// smoothed delivery rate — what the bottleneck carried while its queue
+// grew — when that is below the rate in use.
 func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	b.jitter = jitter
-	el := max(now-b.intervalAt, time.Millisecond)
 	base := b.baseRTT()
 	b.stats.BaseRTT = base
 	q := b.lowest - base
@@ -347,50 +395,87 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	if d < 0 {
 		d = -d
 	}
-	b.noise += (d - b.noise) / 8
+	thr := b.threshold()
 	b.prevQ = b.stats.QueueDelay
 	if q > b.stats.QueueDelay+max(b.target/10, b.noise) {
 		b.rises++
 	} else {
 		b.rises = 0
+		// The noise is the change of the delay the path shows by itself,
+		// and it, like the RTT jitter, is not taken from intervals whose
+		// delay grew: a queue that builds makes both grow, and the
+		// threshold would recede before the very queue it is there to
+		// catch (on real UDP through tbf it went from 11 to 29 ms while
+		// the queue grew). (Nor only from intervals below the threshold:
+		// a path whose delay varies by itself — a peer that acks on its
+		// tick — would then never raise it, and back off for nothing.)
+		b.noise += (d - b.noise) / 8
 	}
 	b.stats.QueueDelay = q
-	sentRate := b.sent * int64(time.Second) / int64(el)
-	b.sentRate = (b.sentRate + sentRate) / 2
-	var ackRate int64
-	if b.sentN > 0 {
-		ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
-		if b.sentTr > 0 && b.sent > b.sentTr {
-			// Datagrams of only unreliable frames near a full window go
-			// untracked (Channel.finish): no ack counts them, so scale
-			// the tracked deliveries by the interval's share of bytes
-			// tracked, or the delivery rate reads low against sentRate.
-			ackRate = ackRate * b.sent / b.sentTr
+	// A delay below half the threshold that holds still, interval after
+	// interval, is no queue: a constant part of it — the bottleneck's
+	// serialisation of a datagram larger than those that set the base RTT
+	// (5 ms for 1000 B at 200 KB/s) — would otherwise hold the rate
+	// wherever it stands once that part reaches a quarter of the threshold
+	// — so far below what the path has shown it carries (maxAck, knownRate)
+	// the rate grows on a steady delay too (on simlink it stood at 57 KB/s
+	// under a 200 KB/s bottleneck for 4 s, seed 31 of the bench).
+	if q < thr/2 && d <= max(b.noise, b.target/10) {
+		b.flat++
+	} else {
+		b.flat = 0
+	}
+	// A rate that two intervals in a row carried without a queue, while
+	// the budget was used, is one the path takes.
+	if q < thr/4 && b.prevQ < thr/4 && b.pacedIn && b.prevPaced {
+		b.cleanRate = min(b.prevRate, b.rate)
+	}
+	b.prevRate = b.rate
+	// The sent and delivery rates are measured over an interval at least:
+	// over one that a queue ended early (sample) a count of a few acks is
+	// no rate (on real UDP one of 9 ms read 760 KB/s through a 200 KB/s
+	// bottleneck). Until then the smoothed ones stand in.
+	sentRate, ackRate := b.sentRate, b.ackRate
+	if el := now - b.rateAt; el >= budgetInterval {
+		sentRate = b.sent * int64(time.Second) / int64(el)
+		b.sentRate = (b.sentRate + sentRate) / 2
+		if b.sentN > 0 {
+			ackRate = int64(acked-b.acked) * (b.sentB / b.sentN) * int64(time.Second) / int64(el)
+			if b.sentTr > 0 && b.sent > b.sentTr {
+				// Datagrams of only unreliable frames near a full
+				// window go untracked (Channel.finish): no ack counts
+				// them, so scale the tracked deliveries by the share
+				// of bytes tracked, or the delivery rate reads low
+				// against sentRate.
+				ackRate = ackRate * b.sent / b.sentTr
+			}
+			b.ackRate += (ackRate - b.ackRate) / 4
 		}
-		b.ackRate += (ackRate - b.ackRate) / 4
+		// The largest smoothed delivery rate seen while a queue stood
+		// (then the acks come at the bottleneck's rate), fading by a
+		// third every ~4 s: the capacity the path showed lately, so the
+		// creep zone stays near it even after a cut far below it.
+		// (Without a queue the acks only echo what was sent, and say
+		// nothing of the capacity.)
+		b.maxAck -= b.maxAck / 128
+		if q >= thr/2 {
+			b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
+		}
+		b.acked, b.sent, b.sentTr, b.rateAt = acked, 0, 0, now
 	}
-	// The largest smoothed delivery rate seen while a queue stood (then
-	// the acks come at the bottleneck's rate), fading by a third every
-	// ~4 s: the capacity the path showed lately, so the creep zone stays
-	// near it even after a cut far below it. (Without a queue the acks
-	// only echo what was sent, and say nothing of the capacity.)
-	b.maxAck -= b.maxAck / 128
-	if q >= b.threshold()/2 {
-		b.maxAck = max(b.maxAck, min(ackRate, b.sentRate))
-	}
-	b.acked = acked
 	switch {
 	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
 		// A queue already draining (q fell since the last interval) needs
 		// no further cut: the last one is working.
 		// And a path whose RTT jitter is four targets or more carries no
 		// usable delay signal: it is not cut for what may be jitter.
-		if now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
+		if b.heard && now >= b.holdUntil && q >= b.prevQ-max(b.noise, b.target/10) && b.jitter < 4*b.target {
 			// While a queue grows, the acks arrive at the rate the
 			// bottleneck drains it: its capacity. (Half the sent rate
 			// bounds it from below in the first round trips, when the
 			// acks are still stuck behind the queue.)
 			b.lastMax = max(ackRate, b.ackRate, b.sentRate/2)
+			b.knownRate = b.cleanRate
 			// To 0.85 of it; to half of it when the standing queue is
 			// deep (eight targets: a start at the ceiling, a path that
 			// just narrowed), so it drains in a few round trips.
@@ -399,10 +484,16 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 				cut = 50
 			}
 			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
-			b.holdUntil = now + srtt + budgetInterval
+			// Its effect shows in the samples of what leaves after it
+			// (sample ends the hold an interval after the first one),
+			// which take one round trip as it stands now, queue
+			// included: the smoothed RTT lags far behind that while a
+			// deep queue builds, and a second cut on samples of what left
+			// before the first is a cut for the same queue.
+			b.holdUntil, b.cutAt, b.heard = now+srtt+budgetInterval, now, false
 			b.stats.Backoffs++
 		}
-	case q < b.threshold()/4 && (b.pacedIn || sentRate*2 > b.rate):
+	case (q < b.threshold()/4 || b.flat >= budgetFlat && b.rate < max(b.maxAck, b.knownRate)*8/10) && (b.pacedIn || sentRate*2 > b.rate):
 		// Probing, far from the last back-off: 1/32, doubling with each
 		// interval in a row up to 1/8.
 		// The doubling needs the peer's acks to keep up with what goes
@@ -413,7 +504,13 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		if ackRate*100 < sentRate*85 {
 			b.probes = 0
 		}
-		if known := max(b.lastMax, b.maxAck); b.rate > known*8/10 && b.rate < known*12/10 {
+		clean := b.knownRate * 95 / 100
+		switch known := max(b.lastMax, b.maxAck, b.knownRate); {
+		case b.rate < clean:
+			// Below a rate the path carried without a queue: back to
+			// it at the probing pace, no further.
+			step = min(step, clean-b.rate)
+		case b.rate > known*8/10 && b.rate < known*11/10:
 			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
 		}
 		b.rate = min(b.ceiling, b.rate+step)
@@ -424,7 +521,8 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	if q >= b.threshold()/4 {
 		b.probes = 0
 	}
-	b.intervalAt, b.lowest, b.sent, b.sentTr, b.pacedIn, b.nSamples, b.sumRTT = now, 0, 0, 0, false, 0, 0
+	b.prevPaced = b.pacedIn
+	b.intervalAt, b.lowest, b.pacedIn, b.nSamples, b.sumRTT = now, 0, false, 0, 0
 }
 
 // nextSlot is the pacing slot: when the bucket turns positive again.

@@ -85,6 +85,10 @@ type budgetRun struct {
 	qdelays  []qsample
 	rates    []string // the budget over time, for the log
 	nextTick time.Duration
+	// stalled, when set, says whether the sender's process is stalled
+	// (descheduled) at now: its loop and its game do nothing, and catch
+	// up afterwards, one tick per millisecond.
+	stalled func(now time.Duration) bool
 }
 
 type qsample struct {
@@ -119,6 +123,17 @@ func newBudgetRun(t *testing.T, seed uint64, link simlink.LinkConfig) *budgetRun
 func (br *budgetRun) run(until time.Duration, offering bool) {
 	r := br.r
 	for r.now < until {
+		if br.stalled != nil && br.stalled(r.now) {
+			e := r.b
+			rx := e.ch.Stats().DatagramsReceived
+			e.receive(r.now, 0)
+			if at, _ := e.ch.NextDeadline(); at <= r.now || e.ch.Stats().DatagramsReceived != rx {
+				e.flush(r.now, 0)
+			}
+			r.now += time.Millisecond
+			r.net.AdvanceTo(r.now)
+			continue
+		}
 		if r.now >= br.nextTick {
 			if offering {
 				br.o.tick(r.a.ch)
@@ -262,6 +277,47 @@ func TestBudgetBottleneck(t *testing.T) {
 
 }
 
+// TestBudgetBottleneckStalls is TestBudgetBottleneck's capped phase with a
+// sender whose process the scheduler stalls: 60 ms of nothing — no Flush,
+// no tick — every 700 ms, the way a loaded machine deschedules one (on a
+// loaded 2-core machine TestBudgetNetnsTBF saw stalls of 40–94 ms). Its
+// loop must not come back with a burst of what it did not send meanwhile,
+// nor read the acks that waited out the stall in its socket as queuing:
+// the p99 queuing delay from 3 s on stays within two ticks (21.1–28.6 ms
+// over seeds 1–40; 103 ms on seed 1 before the budget capped the
+// carry-over), and the wire rate stays near what the stalls leave
+// (178–188 KB/s over seeds 1–40; 113 KB/s on seed 1 with the carry-over
+// capped but the late samples read).
+func TestBudgetBottleneckStalls(t *testing.T) {
+	seed := *budgetSeed
+	repro := fmt.Sprintf("reproduce: go test ./transport -run 'TestBudgetBottleneckStalls$' -budget.seed=%d -v", seed)
+	link := simlink.LinkConfig{MTU: MaxMTU, Delay: 20 * time.Millisecond, Jitter: time.Millisecond, Bandwidth: 200_000, QueueLimit: 64 << 10}
+	br := newBudgetRun(t, seed, link)
+	stalls := 0
+	br.stalled = func(now time.Duration) bool {
+		in := now > time.Second && now%(700*time.Millisecond) < 60*time.Millisecond
+		if in && now%(700*time.Millisecond) == 0 {
+			stalls++
+		}
+		return in
+	}
+	br.run(3*time.Second, true)
+	sent0 := br.r.a.ch.Stats().BytesSent
+	br.run(10*time.Second, true)
+	after, na := br.p99(3*time.Second, 10*time.Second)
+	st := br.r.a.ch.Stats()
+	wire := int64(st.BytesSent-sent0) / 7
+	t.Logf("%d stalls of 60 ms; p99 queuing delay %v over %d datagrams from 3 s; wire rate %d B/s; budget %+v; rate over time %v", stalls, after, na, wire, st.Budget, br.rates)
+	if after > 2*tick60 || na == 0 {
+		t.Errorf("p99 queuing delay %v over %d datagrams after settling, with the sender stalled 60 ms every 700 ms, want ≤ %v; %s", after, na, 2*tick60, repro)
+	}
+	// Nor are the stalls read as queuing: the acks a stalled loop reads
+	// late do not cut its rate. (It sends nothing for 9 % of the time.)
+	if wire < 3*link.Bandwidth/4 {
+		t.Errorf("wire rate %d B/s from 3 s with the sender stalled 60 ms every 700 ms, want ≥ 3/4 of the %d B/s bottleneck; %s", wire, link.Bandwidth, repro)
+	}
+}
+
 // TestBudgetRandomLoss offers the same load on a link without a bottleneck
 // that drops 10 % or 20 % at random: loss is not congestion, and the
 // budget keeps carrying the offered load.
@@ -318,5 +374,40 @@ func TestBudgetNoAllocs(t *testing.T) {
 	if p.hb.messages == before || st.PacedWaits == st0.PacedWaits || st.Shed == st0.Shed {
 		t.Errorf("the budget did not bind while measuring: delivered %d, paced %d → %d, shed %v → %v",
 			p.hb.messages-before, st0.PacedWaits, st.PacedWaits, st0.Shed, st.Shed)
+	}
+}
+
+// TestBudgetStallNoBurst: the bucket carries unused budget over only as
+// long as the loop's usual gap between Flushes allows. An event loop that
+// Flushes every millisecond and then stalls for 100 ms (a descheduled
+// process) may send 5 ms of its rate at once, not 100 ms — the link sat
+// idle meanwhile, and a burst after it only queues — while a loop that
+// Flushes at 10 Hz still gets each tenth of a second's worth.
+func TestBudgetStallNoBurst(t *testing.T) {
+	const rate = 200_000
+	var b budget
+	b.init(Config{MaxSendRate: rate, MTU: MaxMTU}.WithDefaults())
+	now := time.Duration(0)
+	for range 500 {
+		b.refill(now)
+		b.spend(int(b.tokens), true) // the game offers more than the rate
+		now += time.Millisecond
+	}
+	now += 100 * time.Millisecond
+	b.refill(now)
+	if limit := int64(rate/200 + MaxMTU); b.tokens > limit {
+		t.Errorf("after a 100 ms stall of a 1 kHz loop: %d B may leave at once, want ≤ %d (5 ms at %d B/s and a datagram)", b.tokens, limit, rate)
+	}
+	var slow budget
+	slow.init(Config{MaxSendRate: rate, MTU: MaxMTU}.WithDefaults())
+	now = 0
+	for range 50 {
+		slow.refill(now)
+		slow.spend(int(slow.tokens), true)
+		now += 100 * time.Millisecond
+	}
+	slow.refill(now)
+	if want := int64(rate / 10); slow.tokens < want {
+		t.Errorf("a 10 Hz loop may send %d B a Flush, want ≥ %d (a tenth of a second at %d B/s)", slow.tokens, want, rate)
 	}
 }
