@@ -204,6 +204,7 @@ func (r *refTracker) onAck(now time.Duration, ack wire.Seq, bits uint32) ([]Even
 	r.largest = max(r.largest, a)
 	delay := r.lossDelay()
 	var evs []Event
+	_, sampling := r.inflight[a] // samples only from a header whose newest seq it newly acks
 	for abs := r.oldest; abs <= max(a, r.largest); abs++ {
 		s, ok := r.inflight[abs]
 		if !ok {
@@ -214,7 +215,9 @@ func (r *refTracker) onAck(now time.Duration, ack wire.Seq, bits uint32) ([]Even
 		old := behind > 0 && now-s.at >= delay
 		switch {
 		case d == 0 || d > 0 && d <= 32 && bits&(1<<(d-1)) != 0:
-			r.rtt.Sample(now - s.at) // every newly acked seq is an RTT sample
+			if sampling {
+				r.rtt.Sample(now - s.at) // then every newly acked seq is an RTT sample
+			}
 			r.backoff = 1
 			evs = r.resolve(evs, abs, true, CauseNone)
 		case behind > 32 && r.pkt <= 33:

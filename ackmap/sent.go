@@ -627,7 +627,10 @@ func (t *SendTracker) rttBase() time.Duration {
 // OnAck applies an ack header from the peer — ack is the newest seq it
 // received, bit i of bits says it received ack−1−i — at time now, and
 // appends the resulting verdicts to dst. Seqs the header acks are SeqAcked,
-// each an RTT sample, resetting any time-out back-off. Then, relative to the
+// resetting any time-out back-off, and each an RTT sample when the header's
+// newest seq (ack) is one of them: when it awaited no verdict (Skip) or was
+// acked before, the older seqs waited at the peer longer than its ack delay
+// says, and the header gives no sample. Then, relative to the
 // largest seq ever acked (this ack or a newer one from an earlier header),
 // pending seqs behind it are SeqLost when they are the packet threshold or
 // more behind it, more than 32 behind it, or were sent more than the time
@@ -683,12 +686,23 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	var delay time.Duration
 	haveDelay := false
 	losing := true
+	// RTT samples come only from a header whose newest seq is one this
+	// header newly acks (a pending seq): its ack delay is that seq's wait
+	// at the peer. When the newest is a seq that awaited no verdict (Skip:
+	// a standalone ack, or a datagram of only unreliable frames sent near
+	// a full window) or one acked before, the older seqs it newly acks
+	// waited at the peer longer than the ack delay says, and their
+	// samples would read that wait as path delay (a 60 Hz peer's tick
+	// read as 13 ms of standing queue by the send budget).
+	sampling := t.ring.Has(ack)
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
 			back := ack.Sub(seq) // negative when the header is older than seq
 			switch {
 			case back == 0 || back > 0 && back < AckWindow && bits&(1<<uint(back-1)) != 0:
-				t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
+				if sampling {
+					t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
+				}
 				t.backoff = 1
 				dst = t.resolveSlot(dst, seq, slot, true, CauseNone)
 			case losing:
