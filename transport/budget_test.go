@@ -124,12 +124,7 @@ func (br *budgetRun) run(until time.Duration, offering bool) {
 	r := br.r
 	for r.now < until {
 		if br.stalled != nil && br.stalled(r.now) {
-			e := r.b
-			rx := e.ch.Stats().DatagramsReceived
-			e.receive(r.now, 0)
-			if at, _ := e.ch.NextDeadline(); at <= r.now || e.ch.Stats().DatagramsReceived != rx {
-				e.flush(r.now, 0)
-			}
+			r.b.eventStep(r.now)
 			r.now += time.Millisecond
 			r.net.AdvanceTo(r.now)
 			continue
@@ -142,19 +137,24 @@ func (br *budgetRun) run(until time.Duration, offering bool) {
 			}
 			br.nextTick += tick60
 		}
-		for _, e := range []*end{r.a, r.b} {
-			rx := e.ch.Stats().DatagramsReceived
-			e.receive(r.now, 0)
-			if at, _ := e.ch.NextDeadline(); at <= r.now || e.ch.Stats().DatagramsReceived != rx {
-				e.flush(r.now, 0)
-			}
-		}
+		r.a.eventStep(r.now)
+		r.b.eventStep(r.now)
 		if r.now%(500*time.Millisecond) == 0 {
 			b := r.a.ch.Stats().Budget
 			br.rates = append(br.rates, fmt.Sprintf("%v: %d KB/s q %v", r.now, b.Rate/1000, b.QueueDelay.Round(time.Millisecond)))
 		}
 		r.now += time.Millisecond
 		r.net.AdvanceTo(r.now)
+	}
+}
+
+// eventStep is one millisecond of an event loop at e: read what arrived,
+// and Flush when the channel's NextDeadline is due or a datagram arrived.
+func (e *end) eventStep(now time.Duration) {
+	rx := e.ch.Stats().DatagramsReceived
+	e.receive(now, 0)
+	if at, _ := e.ch.NextDeadline(); at <= now || e.ch.Stats().DatagramsReceived != rx {
+		e.flush(now, 0)
 	}
 }
 

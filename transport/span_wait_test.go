@@ -75,13 +75,8 @@ func TestUnreliableFlowsWithReturnPathDown(t *testing.T) {
 					}
 					next += tick60
 				}
-				for _, e := range []*end{r.a, r.b} {
-					rx := e.ch.Stats().DatagramsReceived
-					e.receive(r.now, 0)
-					if at, _ := e.ch.NextDeadline(); at <= r.now || e.ch.Stats().DatagramsReceived != rx {
-						e.flush(r.now, 0)
-					}
-				}
+				r.a.eventStep(r.now)
+				r.b.eventStep(r.now)
 				r.now += time.Millisecond
 				r.net.AdvanceTo(r.now)
 			}
@@ -124,13 +119,8 @@ func TestSpanWaitShedsWithoutBudget(t *testing.T) {
 			}
 			next += tick60
 		}
-		for _, e := range []*end{r.a, r.b} {
-			rx := e.ch.Stats().DatagramsReceived
-			e.receive(r.now, 0)
-			if at, _ := e.ch.NextDeadline(); at <= r.now || e.ch.Stats().DatagramsReceived != rx {
-				e.flush(r.now, 0)
-			}
-		}
+		r.a.eventStep(r.now)
+		r.b.eventStep(r.now)
 		r.now += time.Millisecond
 		r.net.AdvanceTo(r.now)
 	}
