@@ -62,10 +62,12 @@ type ChannelStats struct {
 	// messages back because the span of seqs from the oldest datagram
 	// awaiting a verdict was full (ackmap.SendTracker.SpanLimit, 4 ×
 	// MaxInFlight): one more datagram would have evicted that datagram as
-	// lost before its ack could return. They wait for acks (and, with the
-	// send budget on, stale ones are shed as when it paces). A path whose
-	// round trip carries more datagrams than the span shows it: raise
-	// Config.Ack.MaxInFlight.
+	// lost before its ack could return. They wait while acks arrive (with
+	// none for two smoothed RTTs plus KeepAliveInterval they go out and
+	// evict, as before), and the next Flush sheds stale ones (superseded
+	// sequenced, unreliable older than Config.UnreliableMaxAge), with the
+	// send budget on or off. A path whose round trip carries more
+	// datagrams than the span shows it: raise Config.Ack.MaxInFlight.
 	SpanWaits uint64
 	// Budget is the send budget: estimated rate, bucket, queuing delay,
 	// what was shed and why (zero when Config.MaxSendRate is NoSendBudget).
