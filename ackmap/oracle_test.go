@@ -21,7 +21,8 @@ type refTracker struct {
 	span     int      // SpanLimit
 	first    wire.Seq // seq of absolute number 0
 	next     int64
-	oldest   int64 // lowest absolute number that may still be unresolved
+	skipped  map[int64]bool // abs seqs handed out by skip
+	oldest   int64          // lowest absolute number that may still be unresolved
 	inflight map[int64]refSent
 	rtt      RTT
 	backoff  int
@@ -110,6 +111,10 @@ func (r *refTracker) skip() (wire.Seq, []Event) {
 		r.evictBySpan++
 		evs = r.lose(evs, r.lowest(), CauseEvicted, 0, false, false, false)
 	}
+	if r.skipped == nil {
+		r.skipped = map[int64]bool{}
+	}
+	r.skipped[r.next] = true
 	r.next++
 	return r.seqOf(r.next - 1), evs
 }
@@ -204,7 +209,9 @@ func (r *refTracker) onAck(now time.Duration, ack wire.Seq, bits uint32) ([]Even
 	r.largest = max(r.largest, a)
 	delay := r.lossDelay()
 	var evs []Event
-	_, sampling := r.inflight[a] // samples only from a header whose newest seq it newly acks
+	// Samples from a header whose newest seq is in flight or a recent skip.
+	_, sampling := r.inflight[a]
+	sampling = sampling || r.skipped[a] && r.next-1-a < 64
 	for abs := r.oldest; abs <= max(a, r.largest); abs++ {
 		s, ok := r.inflight[abs]
 		if !ok {
@@ -216,7 +223,7 @@ func (r *refTracker) onAck(now time.Duration, ack wire.Seq, bits uint32) ([]Even
 		switch {
 		case d == 0 || d > 0 && d <= 32 && bits&(1<<(d-1)) != 0:
 			if sampling {
-				r.rtt.Sample(now - s.at) // then every newly acked seq is an RTT sample
+				r.rtt.Sample(now - s.at) // every newly acked seq is an RTT sample
 			}
 			r.backoff = 1
 			evs = r.resolve(evs, abs, true, CauseNone)

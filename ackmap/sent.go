@@ -323,6 +323,7 @@ type SendTracker struct {
 	ring      *SeqBuffer[sentSeq]
 	spanLimit int      // ring size: the largest next − oldest
 	next      wire.Seq // seq the next Send uses
+	plain     uint64   // bit i: seq next−1−i came from Skip (a standalone ack)
 	oldest    wire.Seq // oldest possibly-unresolved seq; == next when none is
 	absNext   uint64   // seqs handed out so far: the absolute index of next
 	pending   int      // unresolved seqs
@@ -546,6 +547,7 @@ func (t *SendTracker) sendSeq(dst []Event, now time.Duration, ri uint32) []Event
 		dst = t.evictOldest(dst)
 	}
 	*t.ring.Insert(t.next) = sentSeq{sentAt: now, record: ri}
+	t.plain <<= 1
 	t.next++
 	t.absNext++
 	t.pending++
@@ -575,6 +577,7 @@ func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) {
 		dst = t.evictOldest(dst)
 	}
 	seq := t.next
+	t.plain = t.plain<<1 | 1
 	t.next++
 	t.absNext++
 	t.sentAny = true
@@ -583,6 +586,25 @@ func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) {
 		t.advanceOldest()
 	}
 	return seq, dst
+}
+
+// SkipAckEliciting is Skip for a datagram that awaits no verdict yet
+// elicits an ack — frames the peer acks though nothing waits for their
+// fate (transport sends datagrams of only unreliable frames this way near
+// a full window). A header whose newest seq is one of these gives no RTT
+// sample: its ack delay covers that seq's wait at the peer, and the older
+// seqs it acks waited longer. O(1), no allocation.
+func (t *SendTracker) SkipAckEliciting(dst []Event) (wire.Seq, []Event) {
+	seq, dst := t.Skip(dst)
+	t.plain &^= 1
+	return seq, dst
+}
+
+// plainSkip reports whether seq is one of the last 64 seqs handed out and
+// Skip (not SkipAckEliciting) handed it out. O(1).
+func (t *SendTracker) plainSkip(seq wire.Seq) bool {
+	d := (t.next - 1).Sub(seq)
+	return d >= 0 && d < 64 && t.plain>>uint(d)&1 != 0
 }
 
 // InFlightRoom returns how many more seqs Send can hand out before one
@@ -627,10 +649,9 @@ func (t *SendTracker) rttBase() time.Duration {
 // OnAck applies an ack header from the peer — ack is the newest seq it
 // received, bit i of bits says it received ack−1−i — at time now, and
 // appends the resulting verdicts to dst. Seqs the header acks are SeqAcked,
-// resetting any time-out back-off, and each an RTT sample when the header's
-// newest seq (ack) is one of them: when it awaited no verdict (Skip) or was
-// acked before, the older seqs waited at the peer longer than its ack delay
-// says, and the header gives no sample. Then, relative to the
+// each an RTT sample — unless the header's newest seq came from
+// SkipAckEliciting or was acked by an earlier header — resetting any
+// time-out back-off. Then, relative to the
 // largest seq ever acked (this ack or a newer one from an earlier header),
 // pending seqs behind it are SeqLost when they are the packet threshold or
 // more behind it, more than 32 behind it, or were sent more than the time
@@ -686,15 +707,17 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	var delay time.Duration
 	haveDelay := false
 	losing := true
-	// RTT samples come only from a header whose newest seq is one this
-	// header newly acks (a pending seq): its ack delay is that seq's wait
-	// at the peer. When the newest is a seq that awaited no verdict (Skip:
-	// a standalone ack, or a datagram of only unreliable frames sent near
-	// a full window) or one acked before, the older seqs it newly acks
-	// waited at the peer longer than the ack delay says, and their
-	// samples would read that wait as path delay (a 60 Hz peer's tick
-	// read as 13 ms of standing queue by the send budget).
-	sampling := t.ring.Has(ack)
+	// RTT samples come from a header whose newest seq it newly acks (a
+	// pending seq) or is a recent standalone ack (Skip), as before; not
+	// from one whose newest came from SkipAckEliciting or was acked
+	// before: its ack delay covers that seq's wait at the peer, the older
+	// seqs it acks waited longer, and their samples would read the peer's
+	// tick as path delay (13 ms of "standing queue" for the send budget
+	// behind a 60 Hz peer, conformance seed 815). Without samples through
+	// standalone acks a sender the budget holds to a trickle, which acks
+	// what it receives on datagrams of their own, would see too few to
+	// grow again (seed 35223).
+	sampling := t.ring.Has(ack) || t.plainSkip(ack)
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
 			back := ack.Sub(seq) // negative when the header is older than seq

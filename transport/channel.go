@@ -1246,10 +1246,14 @@ func (c *Channel) finishDatagram() {
 		// path keeps (inFlightMargin). The peer acks it all the same.
 		tracked = false
 	}
-	if !tracked {
+	switch {
+	case c.curFrame == 0:
 		// A standalone ack elicits no ack, so it expects no verdict.
 		seq, evs = c.tracker.Skip(c.events[:0])
-	} else {
+	case !tracked:
+		// The peer acks it, but its ack must give no RTT sample.
+		seq, evs = c.tracker.SkipAckEliciting(c.events[:0])
+	default:
 		seq, evs = c.tracker.Send(c.events[:0], c.now, c.curRec)
 	}
 	// A send that evicted the oldest pending seq reports its loss here.
