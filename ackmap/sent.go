@@ -572,21 +572,7 @@ func (t *SendTracker) evictOldest(dst []Event) []Event {
 // if the span already covers SpanLimit seqs, the oldest pending seq is
 // first evicted as lost and its events appended to dst. O(1), no
 // allocation.
-func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) {
-	if int(t.next-t.oldest) >= t.spanLimit {
-		dst = t.evictOldest(dst)
-	}
-	seq := t.next
-	t.plain = t.plain<<1 | 1
-	t.next++
-	t.absNext++
-	t.sentAny = true
-	t.stats.Skipped++
-	if t.pending == 0 {
-		t.advanceOldest()
-	}
-	return seq, dst
-}
+func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) { return t.skip(dst, 1) }
 
 // SkipAckEliciting is Skip for a datagram that awaits no verdict yet
 // elicits an ack — frames the peer acks though nothing waits for their
@@ -594,9 +580,23 @@ func (t *SendTracker) Skip(dst []Event) (wire.Seq, []Event) {
 // a full window). A header whose newest seq is one of these gives no RTT
 // sample: its ack delay covers that seq's wait at the peer, and the older
 // seqs it acks waited longer. O(1), no allocation.
-func (t *SendTracker) SkipAckEliciting(dst []Event) (wire.Seq, []Event) {
-	seq, dst := t.Skip(dst)
-	t.plain &^= 1
+func (t *SendTracker) SkipAckEliciting(dst []Event) (wire.Seq, []Event) { return t.skip(dst, 0) }
+
+// skip is Skip and SkipAckEliciting: plain (1 or 0) is the seq's bit in
+// plain, whether a header naming it may give RTT samples.
+func (t *SendTracker) skip(dst []Event, plain uint64) (wire.Seq, []Event) {
+	if int(t.next-t.oldest) >= t.spanLimit {
+		dst = t.evictOldest(dst)
+	}
+	seq := t.next
+	t.plain = t.plain<<1 | plain
+	t.next++
+	t.absNext++
+	t.sentAny = true
+	t.stats.Skipped++
+	if t.pending == 0 {
+		t.advanceOldest()
+	}
 	return seq, dst
 }
 
