@@ -160,6 +160,7 @@ func (c *Conn) fill(msgs []socket.Message) int {
 		m := &msgs[k]
 		m.N = copy(m.Buf, p.buf)
 		m.Addr = p.src
+		m.Age = c.net.now - p.at
 		if m.N < len(p.buf) {
 			c.stats.Truncated++
 		}

@@ -905,3 +905,31 @@ func TestEventString(t *testing.T) {
 		t.Fatal("EventKind.String")
 	}
 }
+
+// TestReadAge: a read reports how long each datagram had waited in the
+// socket since the network delivered it (Message.Age), and a batch reused
+// for a later read carries no stale age.
+func TestReadAge(t *testing.T) {
+	n := New(1)
+	if err := n.SetDefaultLink(LinkConfig{Delay: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	a := listen(t, n, netip.MustParseAddrPort("127.0.0.1:1"))
+	b := listen(t, n, netip.MustParseAddrPort("127.0.0.1:2"))
+	sendSeq(t, a, b.LocalAddr(), 1, 8) // arrives at 10 ms
+	n.AdvanceTo(4 * time.Millisecond)
+	sendSeq(t, a, b.LocalAddr(), 2, 8) // arrives at 14 ms
+	n.AdvanceTo(17 * time.Millisecond)
+	msgs := []socket.Message{{Buf: make([]byte, 64)}, {Buf: make([]byte, 64)}}
+	if k, err := b.TryReadBatch(msgs); err != nil || k != 2 {
+		t.Fatalf("read %d datagrams (%v), want 2", k, err)
+	}
+	if msgs[0].Age != 7*time.Millisecond || msgs[1].Age != 3*time.Millisecond {
+		t.Errorf("ages %v and %v read at 17 ms, want 7ms and 3ms (delivered at 10 and 14 ms)", msgs[0].Age, msgs[1].Age)
+	}
+	sendSeq(t, a, b.LocalAddr(), 3, 8)
+	n.AdvanceTo(27 * time.Millisecond)
+	if k, _ := b.TryReadBatch(msgs); k != 1 || msgs[0].Age != 0 {
+		t.Errorf("read %d, age %v at once on delivery, want 1 and 0", k, msgs[0].Age)
+	}
+}

@@ -105,10 +105,17 @@ type MaxDatagramSizer interface {
 // Buf (whose length is the room available), N is set to its size and Addr to
 // its source. A datagram longer than len(Buf) is truncated to len(Buf) and
 // counted by the implementation; callers size Buf to the MTU they accept.
+//
+// On read, Age is how long the datagram had waited in the socket when the
+// read returned it: the kernel's receive timestamp against the clock at
+// the read, where the implementation has one, else 0. A loop that reads
+// its socket only when it wakes (a fixed tick) learns from it when each
+// datagram really arrived. Writes ignore it.
 type Message struct {
 	Buf  []byte
 	N    int
 	Addr netip.AddrPort
+	Age  time.Duration
 }
 
 // Conn is a datagram socket that moves messages in batches.

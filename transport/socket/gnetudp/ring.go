@@ -110,6 +110,7 @@ func (r *ring) pop(msgs []socket.Message) (n int, nbytes, trunc uint64) {
 		m := &msgs[k]
 		m.N = copy(m.Buf, r.slot(i)[:l])
 		m.Addr = r.addrs[i]
+		m.Age = 0
 		nbytes += uint64(m.N)
 		if r.trunc[i] || m.N < l {
 			trunc++

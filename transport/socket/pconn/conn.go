@@ -325,6 +325,7 @@ func (c *Conn) put(m *socket.Message, i int32) {
 	}
 	m.N = copy(m.Buf, c.slot(i)[:l])
 	m.Addr = c.addrs[i]
+	m.Age = 0
 	if cut || m.N < l {
 		c.rd.truncated.Add(1)
 	}

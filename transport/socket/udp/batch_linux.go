@@ -322,6 +322,7 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 		m := &msgs[i]
 		m.N = int(h.Len)
 		m.Addr = sockaddr.AddrPort(&r.names[i])
+		m.Age = 0
 		nbytes += uint64(h.Len)
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			trunc++
@@ -404,6 +405,7 @@ func (r *recvState) drain(msgs []socket.Message, nbytes, trunc *uint64) int {
 		m := &msgs[n]
 		m.N = copy(m.Buf, d)
 		m.Addr = r.addrs[i]
+		m.Age = 0
 		*nbytes += uint64(m.N)
 		if m.N < len(d) {
 			*trunc++

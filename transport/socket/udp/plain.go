@@ -65,6 +65,7 @@ func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
 		trunc = 1
 	}
 	m.N = n
+	m.Age = 0
 	m.Addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	c.count(1, uint64(n), trunc)
 	// Take whatever else is already queued, without waiting. An error

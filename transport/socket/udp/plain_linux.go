@@ -78,6 +78,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 	}
 	m.N = t.n
 	m.Addr = sockaddr.AddrPort(&t.name)
+	m.Age = 0
 	return true, t.hdr.Flags&unix.MSG_TRUNC != 0, nil
 }
 

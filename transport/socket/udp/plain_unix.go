@@ -58,6 +58,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		return false, false, nil
 	}
 	m.N = n
+	m.Age = 0
 	switch sa := from.(type) {
 	case *syscall.SockaddrInet4:
 		m.Addr = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))

@@ -58,6 +58,7 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 		n, cut = len(m.Buf), true
 	}
 	m.N = n
+	m.Age = 0
 	m.Addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	return true, cut || flags&msgTrunc != 0, nil
 }
