@@ -278,7 +278,7 @@ func (e *bnEnd) receive(now time.Duration) error {
 			if err != nil || h.Secret != e.secret {
 				return fmt.Errorf("bench: bottleneck: a datagram that is not the session's (%v)", err)
 			}
-			e.ch.Receive(now, b[k:])
+			e.ch.ReceiveAged(now, m.Age, b[k:])
 		}
 		if n < len(e.in) {
 			return nil

@@ -89,6 +89,10 @@ type budgetRun struct {
 	// (descheduled) at now: its loop and its game do nothing, and catch
 	// up afterwards, one tick per millisecond.
 	stalled func(now time.Duration) bool
+	// loops, when set, wake the sender and the receiver in their loop
+	// styles instead of the event loop; the sender's game ticks at its
+	// wake-ups (every 60 Hz tick it slept through at once).
+	loops [2]*styledLoop
 }
 
 type qsample struct {
@@ -129,19 +133,26 @@ func (br *budgetRun) run(until time.Duration, offering bool) {
 			r.net.AdvanceTo(r.now)
 			continue
 		}
-		if r.now >= br.nextTick {
-			if offering {
-				br.o.tick(r.a.ch)
-			} else {
-				br.o.retry(r.a.ch)
+		if br.loops[0] == nil || br.loops[0].due(r.now) {
+			for r.now >= br.nextTick {
+				if offering {
+					br.o.tick(r.a.ch)
+				} else {
+					br.o.retry(r.a.ch)
+				}
+				br.nextTick += tick60
 			}
-			br.nextTick += tick60
 		}
-		r.a.eventStep(r.now)
-		r.b.eventStep(r.now)
+		if br.loops[0] != nil {
+			br.loops[0].wake(r.now)
+			br.loops[1].wake(r.now)
+		} else {
+			r.a.eventStep(r.now)
+			r.b.eventStep(r.now)
+		}
 		if r.now%(500*time.Millisecond) == 0 {
 			b := r.a.ch.Stats().Budget
-			br.rates = append(br.rates, fmt.Sprintf("%v: %d KB/s q %v", r.now, b.Rate/1000, b.QueueDelay.Round(time.Millisecond)))
+			br.rates = append(br.rates, fmt.Sprintf("%v: %d KB/s q %v thr %v", r.now, b.Rate/1000, b.QueueDelay.Round(time.Millisecond), b.Threshold.Round(time.Millisecond)))
 		}
 		r.now += time.Millisecond
 		r.net.AdvanceTo(r.now)
@@ -155,6 +166,28 @@ func (e *end) eventStep(now time.Duration) {
 	e.receive(now, 0)
 	if at, _ := e.ch.NextDeadline(); at <= now || e.ch.Stats().DatagramsReceived != rx {
 		e.flush(now, 0)
+	}
+}
+
+// drainReliable runs 5 s more without new load and checks that every
+// reliable message the game offered was accepted and arrived, in order,
+// once.
+func (br *budgetRun) drainReliable(t *testing.T, repro string) {
+	t.Helper()
+	br.run(br.r.now+5*time.Second, false)
+	var ids []int
+	for _, g := range br.r.b.got {
+		if g.Delivery == Reliable {
+			ids = append(ids, int(g.ID))
+		}
+	}
+	if len(ids) != br.o.nextID || br.o.backlog != 0 {
+		t.Errorf("%d reliable messages delivered, %d accepted (backlog %d left); %s", len(ids), br.o.nextID, br.o.backlog, repro)
+	}
+	for i, id := range ids {
+		if id != i {
+			t.Fatalf("reliable message %d delivered as #%d: out of order or duplicated; %s", id, i, repro)
+		}
 	}
 }
 
@@ -237,22 +270,7 @@ func TestBudgetBottleneck(t *testing.T) {
 			st.Budget.Rate, br.o.offeredRate(), repro)
 	}
 
-	// Every reliable message arrives, in order, once.
-	br.run(r.now+5*time.Second, false)
-	var ids []int
-	for _, g := range r.b.got {
-		if g.Delivery == Reliable {
-			ids = append(ids, int(g.ID))
-		}
-	}
-	if len(ids) != br.o.nextID || br.o.backlog != 0 {
-		t.Errorf("%d reliable messages delivered, %d accepted (backlog %d left); %s", len(ids), br.o.nextID, br.o.backlog, repro)
-	}
-	for i, id := range ids {
-		if id != i {
-			t.Fatalf("reliable message %d delivered as #%d: out of order or duplicated; %s", id, i, repro)
-		}
-	}
+	br.drainReliable(t, repro)
 
 	// Every unreliable or sequenced message offered was delivered, shed
 	// (counted), refused by the receiver as stale, or lost in the

@@ -150,6 +150,7 @@ type Channel struct {
 	// a full span of seqs (pacedRoom; ChannelStats.SpanWaits).
 	spanHeld bool
 	ackAt    time.Duration // the last ack header received (spanWait)
+	rxAge    time.Duration // how long the datagram in Receive waited in the socket
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -1289,8 +1290,21 @@ func (c *Channel) finishDatagram() {
 // counted, and returned as an error wrapping ErrMalformed. Duplicates and
 // seqs too old to judge are dropped and counted without error. Deliveries
 // and verdicts reach the Handler before Receive returns. now is the
-// channel's clock, as for Flush.
+// channel's clock, as for Flush. Receive(now, b) is ReceiveAged(now, 0, b).
 func (c *Channel) Receive(now time.Duration, b []byte) error {
+	return c.ReceiveAged(now, 0, b)
+}
+
+// ReceiveAged is Receive for a datagram that had waited age in the socket
+// before the loop read it (socket.Message.Age; 0 if unknown). The send
+// budget takes age off the RTT sample the datagram's ack gives: a loop
+// that reads its socket only when it wakes — a fixed tick, a loop whose
+// wake-ups come at random — would otherwise read its own wake-up gaps as
+// queuing on the path, and hold its sending back on a clean path. The RTT
+// estimate (SRTT, RTO) keeps the whole sample: the time to an ack as the
+// loop sees it.
+func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
+	c.rxAge = max(age, 0)
 	c.stats.DatagramsReceived++
 	c.stats.BytesReceived += uint64(len(b))
 	h, n, err := wire.ParseChannelHeader(b)
@@ -1317,7 +1331,7 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 		return nil
 	}
 	if newest, _, _ := c.history.Ack(); newest == h.Seq {
-		c.newestAt, c.newestAcked = now, false
+		c.newestAt, c.newestAcked = now-c.rxAge, false
 	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
@@ -1399,16 +1413,30 @@ func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
 
 // receiveAck applies the ack header h of a fresh datagram: the verdicts
 // it gives, and the RTT sample it may give the send budget.
+//
+// The tracker takes the ack as of when it arrived (now less the time it
+// waited in the socket, ReceiveAged), as the peer's ack delay counts from
+// when the acked datagram arrived there: an RTT sample is then the path's
+// round trip, not the wake-up gaps of the two loops (a loop that reads
+// only at its wake-ups would read its own gaps as queuing, and the send
+// budget would hold it back on a clean path). The retransmission time-out
+// needs no allowance for the gap on this side: a loop reads before it
+// Flushes, so an ack that arrived before the time-out is read before it
+// is judged.
 func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader) {
 	c.ackAt = now
-	evs, err := c.tracker.OnAckDelayed(c.events[:0], now, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
+	at := now - c.rxAge
+	evs, err := c.tracker.OnAckDelayed(c.events[:0], at, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
 	if err != nil {
 		c.stats.AcksRefused++
 	}
 	c.dispatch(evs)
 	if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
 		c.budget.samples = rtt.Samples()
-		if c.budget.sample(now, rtt.Latest()) {
+		// A saturated ack delay (the most the byte holds) says only that
+		// the ack waited at least that long at the peer: the sample is
+		// then an upper bound, and its excess would read as queuing.
+		if h.AckDelay != math.MaxUint8 && c.budget.sample(at, rtt.Latest()) {
 			c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
 		}
 	}

@@ -58,6 +58,7 @@ type confSock struct {
 type confDatagram struct {
 	buf  []byte
 	addr netip.AddrPort
+	at   time.Duration // when it arrived
 }
 
 var _ socket.Conn = (*confSock)(nil)
@@ -96,7 +97,7 @@ func (s *confSock) pump() int {
 			if k := len(s.free); k > 0 {
 				b, s.free = s.free[k-1][:0], s.free[:k-1]
 			}
-			s.rx = append(s.rx, confDatagram{buf: append(b, m.Buf[:m.N]...), addr: m.Addr})
+			s.rx = append(s.rx, confDatagram{buf: append(b, m.Buf[:m.N]...), addr: m.Addr, at: *s.clock - m.Age})
 			s.rxBytes += m.N
 			s.rxMax = max(s.rxMax, s.rxBytes)
 			kept++
@@ -112,6 +113,7 @@ func (s *confSock) TryReadBatch(msgs []socket.Message) (int, error) {
 		m := &msgs[k]
 		m.N = copy(m.Buf, d.buf)
 		m.Addr = d.addr
+		m.Age = *s.clock - d.at
 		s.rxBytes -= len(d.buf)
 		s.free = append(s.free, d.buf)
 		*d = confDatagram{}

@@ -443,7 +443,7 @@ func (sd *confSide) receiveBare(now time.Duration) {
 				sd.wrong++
 				continue
 			}
-			if err := sd.ch.Receive(now, b[k:]); err != nil {
+			if err := sd.ch.ReceiveAged(now, m.Age, b[k:]); err != nil {
 				sd.sim.fail(failCorrupt, "%s: Receive refused a datagram from a clean sender: %v", sd.name, err)
 			}
 			if sd.ch.AckDue() {

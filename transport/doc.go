@@ -18,8 +18,10 @@
 //
 // [Channel] is the protocol state for one peer, with no I/O of its own: Send
 // methods queue messages (copying them), Flush packs what is due into
-// datagrams for a [Sink], Receive takes one datagram. A Channel can be used without
-// an Endpoint, for instance over a transport the application already has.
+// datagrams for a [Sink], Receive takes one datagram ([Channel.ReceiveAged] with the
+// time it waited in the socket, when the socket tells: socket.Message.Age). A
+// Channel can be used without an Endpoint, for instance over a transport the
+// application already has.
 //
 // # Threading
 //

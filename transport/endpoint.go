@@ -69,7 +69,8 @@ type Endpoint struct {
 	fatal   error // the socket failed or was closed under us
 
 	now     time.Duration
-	pollSeq uint64 // Poll calls, for the per-peer budgets
+	pollSeq uint64        // Poll calls, for the per-peer budgets
+	rxAge   time.Duration // socket.Message.Age of the datagram Poll is handling
 
 	in       []socket.Message
 	out      []socket.Message
@@ -330,8 +331,10 @@ func (e *Endpoint) Poll(now time.Duration) error {
 		}
 		for i := range batch[:n] {
 			m := &batch[i]
+			e.rxAge = m.Age
 			e.handle(now, m.Addr, m.Buf[:min(max(m.N, 0), len(m.Buf))])
 		}
+		e.rxAge = 0
 		read += n
 		// Only an empty read means the socket is drained, unless the
 		// socket says so itself (udp.Conn.Drained): a socket may return
@@ -930,7 +933,7 @@ func (e *Endpoint) onAuthentic(now time.Duration, p *Peer, b []byte) {
 		}
 		p.pollUsed++
 	}
-	if err := p.ch.Receive(now, b); err != nil {
+	if err := p.ch.ReceiveAged(now, e.rxAge, b); err != nil {
 		e.stats.malformed[MalformedChannel]++
 	}
 	if p.ch.AckDue() && p.state == PeerConnected {

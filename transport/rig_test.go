@@ -98,7 +98,7 @@ func (e *end) receive(now time.Duration, tick uint64) {
 				e.wrong++
 				continue
 			}
-			e.ch.Receive(now, b[k:])
+			e.ch.ReceiveAged(now, m.Age, b[k:])
 		}
 		if n < len(e.in) {
 			return

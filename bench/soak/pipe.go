@@ -53,7 +53,7 @@ func (e *end) receive(now time.Duration) error {
 				e.foreign++
 				continue
 			}
-			_ = e.ch.Receive(now, b[k:]) // malformed datagrams are counted in the channel's stats
+			_ = e.ch.ReceiveAged(now, m.Age, b[k:]) // malformed datagrams are counted in the channel's stats
 		}
 		if n < len(e.in) {
 			return nil
