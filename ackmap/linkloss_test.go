@@ -79,3 +79,53 @@ func TestOnAckDelayedSubtractsDelay(t *testing.T) {
 		t.Fatalf("sample %v, want the 50 ms floor (min RTT)", got)
 	}
 }
+
+// TestPeerAckDelayDecaysOnSamplesOnly: the peer's stated ack delay stays
+// in the time-out through any number of headers that repeat an ack already
+// seen (a 60 Hz peer sends several a tick, and a per-header decay forgot
+// its wait within a few), whatever delay they state, and decays by an
+// eighth per header that gives RTT samples.
+func TestPeerAckDelayDecaysOnSamplesOnly(t *testing.T) {
+	const ms = time.Millisecond
+	tr, _ := NewSendTracker(Config{}, 0)
+	var evs []Event
+	s, evs := tr.Send(evs[:0], 0, NoRecord)
+	evs, _ = tr.OnAckDelayed(evs[:0], 60*ms, s, 0, 16*ms)
+	for i := 1; i <= 200; i++ {
+		evs, _ = tr.OnAckDelayed(evs[:0], 60*ms+time.Duration(i)*ms, s, 0, time.Duration(i%3)*ms)
+		if got := tr.PeerAckDelay(); got != 16*ms {
+			t.Fatalf("repeat header %d: peer ack delay %v, want the 16 ms stated with the sample", i, got)
+		}
+	}
+	want := 16 * ms
+	now := 300 * ms
+	for i := range 20 {
+		s, evs = tr.Send(evs[:0], now, NoRecord)
+		evs, _ = tr.OnAckDelayed(evs[:0], now+50*ms, s, 0, 0)
+		want -= want / 8
+		if got := tr.PeerAckDelay(); got != want {
+			t.Fatalf("sampling header %d with no delay: peer ack delay %v, want %v", i, got, want)
+		}
+		now += 60 * ms
+	}
+}
+
+// TestOnAckDelayedNeverZeroSample: a stated ack delay as long as the whole
+// round trip, on the first sample, does not make a 0 sample (it would pin
+// RTT.Min at 0 and the floor of every later adjusted sample with it); an
+// ack read "before" its seq left (a receive timestamp from another clock)
+// is no sample at all.
+func TestOnAckDelayedNeverZeroSample(t *testing.T) {
+	const ms = time.Millisecond
+	tr, _ := NewSendTracker(Config{}, 0)
+	s, _ := tr.Send(nil, 100*ms, NoRecord)
+	_, _ = tr.OnAckDelayed(nil, 130*ms, s, 0, 40*ms)
+	if r := tr.RTT(); r.Samples() != 1 || r.Min() != 30*ms {
+		t.Fatalf("%d samples, min %v: want the whole 30 ms taken when the 40 ms delay leaves nothing", r.Samples(), r.Min())
+	}
+	s, _ = tr.Send(nil, 200*ms, NoRecord)
+	_, _ = tr.OnAck(nil, 199*ms, s, 0)
+	if r := tr.RTT(); r.Samples() != 1 || r.Min() != 30*ms {
+		t.Fatalf("%d samples, min %v after an ack dated before its send: want no sample", r.Samples(), r.Min())
+	}
+}

@@ -150,8 +150,12 @@ type SendStats struct {
 	// reads it alone.
 	LinkLoss float64
 	// PeerAckDelay is the largest ack delay the peer reported recently
-	// (OnAckDelayed), decaying by an eighth per header: it is added to
-	// the retransmission time-out, as QUIC adds max_ack_delay.
+	// (OnAckDelayed), decaying by an eighth per header that gives RTT
+	// samples (its newest seq newly acked): it is added to the
+	// retransmission time-out, as QUIC adds max_ack_delay. Headers that
+	// give none (a repeat of an ack already seen) leave it: their delay
+	// is not the one a time-out waits on, and decaying on them forgot a
+	// 60 Hz peer's wait between its ticks within a few repeats.
 	PeerAckDelay time.Duration
 
 	// SpuriousLosses counts seqs declared lost that a later ack header
@@ -682,7 +686,6 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 		return dst, ErrAckUnsent
 	}
 	ackDelay = max(ackDelay, 0)
-	t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
 	if t.lostN > 0 {
 		t.findSpurious(now, ack, bits)
 	}
@@ -718,12 +721,18 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	// what it receives on datagrams of their own, would see too few to
 	// grow again (seed 35223).
 	sampling := t.ring.Has(ack) || t.plainSkip(ack)
+	if sampling {
+		t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
+	}
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
 			back := ack.Sub(seq) // negative when the header is older than seq
 			switch {
 			case back == 0 || back > 0 && back < AckWindow && bits&(1<<uint(back-1)) != 0:
-				if sampling {
+				// A header cannot arrive before the seq left: a read time
+				// that says so (a receive timestamp from another clock) is
+				// no sample.
+				if sampling && now >= slot.sentAt {
 					t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
 				}
 				t.backoff = 1
@@ -760,15 +769,19 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 
 // adjusted is the RTT sample raw less the peer's ack delay, but not below
 // the smallest sample so far (nor below raw itself when raw is smaller).
+// A delay that leaves nothing of the sample is not believed at all: before
+// the first sample, raw is taken whole (as QUIC takes its first sample).
 func (t *SendTracker) adjusted(raw, ackDelay time.Duration) time.Duration {
-	if ackDelay == 0 {
+	s := raw - ackDelay
+	switch {
+	case ackDelay == 0:
+		return raw
+	case t.rtt.HasSample() && s < t.rtt.Min():
+		return min(raw, t.rtt.Min())
+	case s <= 0:
 		return raw
 	}
-	s := raw - ackDelay
-	if t.rtt.HasSample() && s < t.rtt.Min() {
-		s = min(raw, t.rtt.Min())
-	}
-	return max(s, 0)
+	return s
 }
 
 // findSpurious counts the remembered losses that the header (ack, bits)
