@@ -177,6 +177,7 @@ type budget struct {
 	heard      bool                          // a sample of a datagram sent after it came back
 	flat       int                           // intervals in a row whose low queuing delay held still
 	samples    uint64                        // the tracker's sample count last seen
+	peerDelay  time.Duration                 // the peer's mean stated ack delay (Channel.receiveAck)
 
 	stats BudgetStats
 }
@@ -356,9 +357,10 @@ func (b *budget) minOfSlots() time.Duration {
 // which random jitter makes large and a growing queue does not (see
 // threshold) — taken only from intervals where q did not grow, so a queue
 // that builds does not raise the threshold away from itself. Above the
-// threshold in two intervals in a row — or above half of it after growing by more than the
-// noise three intervals in a row: a queue building up (two rises are what
-// a peer that acks on its tick makes of nothing) — and unless the queue is
+// threshold in two intervals in a row — or above half of it after growing
+// by more than the noise three intervals in a row, each of eight samples
+// or more: a queue building up (two rises are what a peer that acks on
+// its tick makes of nothing) — and unless the queue is
 // already draining or the RTT jitter is four targets or more (no usable
 // delay signal: a documented limit), it backs off: to 0.85 of the
 // delivery rate (half of it when the queue is deeper than eight targets),
@@ -397,7 +399,14 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	}
 	thr := b.threshold()
 	b.prevQ = b.stats.QueueDelay
-	if q > b.stats.QueueDelay+max(b.target/10, b.noise) {
+	// A rise counts only in an interval of 2·budgetSamples samples or
+	// more: the mean of fewer moves by itself more than the noise learned
+	// (a peer that acks at random wake-ups gives about four an interval,
+	// and three such steps in a row cut senders on a clean, 20 % lossy
+	// path to 54–85 % of their offer).
+	if rise := q > b.stats.QueueDelay+max(b.target/10, b.noise); rise && b.nSamples < 2*budgetSamples {
+		b.rises = 0
+	} else if rise {
 		b.rises++
 	} else {
 		b.rises = 0

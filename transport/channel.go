@@ -140,9 +140,6 @@ type Channel struct {
 	// when the newest seq in history arrived, for the header's ack delay.
 	ackDueAt time.Duration
 	newestAt time.Duration
-	// newestAcked: a datagram acking the newest seq has left since it
-	// arrived, so later headers state no ack delay (nothing new to time).
-	newestAcked bool
 	// lossy is adaptive redundancy's switch (Config.Redundancy), with
 	// hysteresis on the tracker's LinkLoss.
 	lossy bool
@@ -151,6 +148,9 @@ type Channel struct {
 	spanHeld bool
 	ackAt    time.Duration // the last ack header received (spanWait)
 	rxAge    time.Duration // how long the datagram in Receive waited in the socket
+	// ackArrived is when the last ack header arrived (its read time less
+	// its rxAge), never earlier than the one before: the tracker's clock.
+	ackArrived time.Duration
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -1122,7 +1122,12 @@ func (c *Channel) begin() {
 	var ok bool
 	h.Ack, h.AckBits, ok = c.history.Ack()
 	h.NoAck = !ok
-	if ok && !c.newestAcked {
+	// Every header states the delay, not only the first after the newest
+	// seq arrived: when that one is lost, the next is the peer's sample
+	// (it gives none from a newest it has seen acked), and a 0 there read
+	// the whole wait as round trip (20 % loss, random wake-ups: the budget
+	// backed off for queues that were not there).
+	if ok {
 		h.AckDelay = wire.AckDelayUnits(c.now - c.newestAt)
 	}
 	c.cur = wire.AppendChannelHeader(c.cur, h)
@@ -1279,7 +1284,6 @@ func (c *Channel) finishDatagram() {
 	}
 	c.sink.Commit(c.cur)
 	c.cur, c.sentAny, c.ackDirty, c.unacked, c.lastSend = nil, true, false, 0, c.now
-	c.newestAcked = true
 	c.burst++
 	c.dispatch(evs)
 }
@@ -1296,13 +1300,15 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 }
 
 // ReceiveAged is Receive for a datagram that had waited age in the socket
-// before the loop read it (socket.Message.Age; 0 if unknown). The send
-// budget takes age off the RTT sample the datagram's ack gives: a loop
-// that reads its socket only when it wakes — a fixed tick, a loop whose
-// wake-ups come at random — would otherwise read its own wake-up gaps as
-// queuing on the path, and hold its sending back on a clean path. The RTT
-// estimate (SRTT, RTO) keeps the whole sample: the time to an ack as the
-// loop sees it.
+// before the loop read it (socket.Message.Age; 0 if unknown), with now the
+// time of the read and age on the same clock. The datagram counts as
+// arrived at now − age: the RTT sample its ack gives (SRTT, the time-out,
+// the send budget's queuing delay) runs to then, and the ack delay this
+// end states for it on the wire counts from then. A loop that reads its
+// socket only when it wakes — a fixed tick, wake-ups at random — would
+// otherwise take its own wake-up gaps for delay on the path: its send
+// budget would hold it back on a clean path, and its peer's would too.
+// A negative age counts as 0. Cost as Receive.
 func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
 	c.rxAge = max(age, 0)
 	c.stats.DatagramsReceived++
@@ -1331,11 +1337,11 @@ func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
 		return nil
 	}
 	if newest, _, _ := c.history.Ack(); newest == h.Seq {
-		c.newestAt, c.newestAcked = now-c.rxAge, false
+		c.newestAt = now - c.rxAge
 	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
-		c.receiveAck(now, h)
+		c.receiveAck(now, h, ackDelayKnown(h, n))
 	}
 	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++
@@ -1422,10 +1428,13 @@ func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
 // budget would hold it back on a clean path). The retransmission time-out
 // needs no allowance for the gap on this side: a loop reads before it
 // Flushes, so an ack that arrived before the time-out is read before it
-// is judged.
-func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader) {
+// is judged. Arrival times never run backwards: an age that would date
+// this header before the last one (a receive timestamp off the loop's
+// clock) dates it with that one.
+func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader, delayKnown bool) {
 	c.ackAt = now
-	at := now - c.rxAge
+	at := max(now-c.rxAge, c.ackArrived)
+	c.ackArrived = at
 	evs, err := c.tracker.OnAckDelayed(c.events[:0], at, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
 	if err != nil {
 		c.stats.AcksRefused++
@@ -1434,12 +1443,35 @@ func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader) {
 	if rtt := c.tracker.RTT(); c.budget.on && rtt.Samples() != c.budget.samples {
 		c.budget.samples = rtt.Samples()
 		// A saturated ack delay (the most the byte holds) says only that
-		// the ack waited at least that long at the peer: the sample is
-		// then an upper bound, and its excess would read as queuing.
-		if h.AckDelay != math.MaxUint8 && c.budget.sample(at, rtt.Latest()) {
+		// the ack waited at least that long at the peer: the sample is an
+		// upper bound, its excess would read as queuing, and the budget
+		// takes none. One the header had no room for says nothing: the
+		// sample (then the whole round trip) is taken less the peer's
+		// mean stated delay, so the interval's mean is not biased up and
+		// a lossy path, where such headers are common, keeps its samples.
+		// (The tracker takes both whole: an upper bound errs toward a
+		// later time-out.)
+		sample, d := rtt.Latest(), time.Duration(h.AckDelay)*wire.AckDelayUnit
+		switch {
+		case h.AckDelay == math.MaxUint8:
+			sample = 0
+		case delayKnown:
+			c.budget.peerDelay += (d - c.budget.peerDelay) / 8
+		default:
+			sample = max(sample-c.budget.peerDelay, rtt.Min())
+		}
+		if sample > 0 && c.budget.sample(at, sample) {
 			c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
 		}
 	}
+}
+
+// ackDelayKnown reports whether the ack header h, n bytes on the wire,
+// states its ack delay: a header as long as it can be has no room for one
+// (wire.ChannelHeader), so its 0 says nothing. At 20 % loss, where all
+// four ack-bits bytes are often present, about half the headers are such.
+func ackDelayKnown(h wire.ChannelHeader, n int) bool {
+	return h.AckDelay != 0 || n < wire.ChannelHeaderMaxLen
 }
 
 // deliverFrame applies the validated frame at the front of f and returns

@@ -1,0 +1,101 @@
+package transport
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/wire"
+)
+
+// TestAckDelayKnownAgreesWithTheEncoder: whatever header the encoder
+// writes, ackDelayKnown on what the decoder reads says "known" only when
+// the decoded ack delay is the one the sender stated (a dropped delay
+// would read as 0 and make the wait look like round trip), and "unknown"
+// only for a header of the longest form.
+func TestAckDelayKnownAgreesWithTheEncoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 13))
+	dropped := 0
+	for i := range 200_000 {
+		h := wire.ChannelHeader{Seq: wire.Seq(rng.Uint32()), Ack: wire.Seq(rng.Uint32()), AckBits: ^uint32(0)}
+		if rng.IntN(2) == 0 {
+			h.Ack = h.Seq - wire.Seq(rng.IntN(256)) // the one-byte ack distance
+		}
+		for b := range 32 { // holes in some ack-bits bytes, as loss makes
+			if rng.IntN(8) == 0 {
+				h.AckBits &^= 1 << b
+			}
+		}
+		if rng.IntN(4) != 0 {
+			h.AckDelay = uint8(rng.IntN(256))
+		}
+		enc := wire.AppendChannelHeader(nil, h)
+		got, n, err := wire.ParseChannelHeader(enc)
+		if err != nil || n != len(enc) {
+			t.Fatalf("case %d: %+v encoded as % x: parsed %d of %d bytes, %v", i, h, enc, n, len(enc), err)
+		}
+		known := ackDelayKnown(got, n)
+		if known && got.AckDelay != h.AckDelay {
+			t.Fatalf("case %d: %+v: decoded ack delay %d taken as known, sender stated %d", i, h, got.AckDelay, h.AckDelay)
+		}
+		if !known && n != wire.ChannelHeaderMaxLen {
+			t.Fatalf("case %d: %+v: a %d-byte header taken as having no room for its ack delay", i, h, n)
+		}
+		if got.AckDelay != h.AckDelay {
+			dropped++
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no header dropped its ack delay: the test never reached the case it guards")
+	}
+}
+
+// TestAckDelayStatedInEveryHeader: every header a channel sends states how
+// long its newest received datagram has waited since it arrived at the
+// socket, not only the first after it arrived: when that first one is
+// lost, the next is the one the peer samples, and a 0 there would read the
+// whole wait as round trip.
+func TestAckDelayStatedInEveryHeader(t *testing.T) {
+	const ms = time.Millisecond
+	a, err := NewChannel(Config{}, &nopHandler{}, 100, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewChannel(Config{}, &nopHandler{}, 200, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa, sb loopSink
+	now := 10 * ms
+	if _, err := a.SendReliable(1, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	a.Flush(now, &sa)
+	if len(sa.out) != 1 {
+		t.Fatalf("a sent %d datagrams, want 1", len(sa.out))
+	}
+	// b's loop reads it 3 ms after it arrived, then sends twice, 1 ms and
+	// 4 ms after the read, with nothing new from a in between.
+	now += 20 * ms
+	if err := b.ReceiveAged(now, 3*ms, sa.out[0][wire.SessionHeaderLen:]); err != nil {
+		t.Fatal(err)
+	}
+	want := []uint8{40, 70} // 4 ms and 7 ms since the arrival, in 100 µs units
+	for i, after := range []time.Duration{1 * ms, 4 * ms} {
+		if err := b.SendUnreliable([]byte("state")); err != nil {
+			t.Fatal(err)
+		}
+		sb.out = sb.out[:0]
+		b.Flush(now+after, &sb)
+		if len(sb.out) != 1 {
+			t.Fatalf("send %d: b sent %d datagrams, want 1", i, len(sb.out))
+		}
+		h, _, err := wire.ParseChannelHeader(sb.out[0][wire.SessionHeaderLen:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.NoAck || h.AckDelay != want[i] {
+			t.Errorf("header %d, %v after the read: ack delay %d (NoAck %v), want %d", i, after, h.AckDelay, h.NoAck, want[i])
+		}
+	}
+}
