@@ -70,7 +70,9 @@ const (
 // if the header has it to spare: a header with a full ack and all four
 // ack-bits bytes present is already ChannelHeaderMaxLen (9) bytes, and
 // there AckDelay is not sent (the encoder writes 0 for it; the decoder
-// returns 0). It is ignored (and decoded as 0) with NoAck.
+// returns 0: a receiver tells that 0 from a stated one only by the
+// header's length, ParseChannelHeader's n == ChannelHeaderMaxLen). It is
+// ignored (and decoded as 0) with NoAck.
 //
 // It is a small comparable value; the zero value is a valid header (seq 0
 // acknowledging seq 0 and nothing before it).
