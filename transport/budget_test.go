@@ -347,37 +347,26 @@ func TestBudgetBottleneckStalls(t *testing.T) {
 // the budget backed off for nothing and shed 20–50 % of the offer.)
 func TestBudgetRandomLoss(t *testing.T) {
 	for _, loss := range []float64{0.10, 0.20} {
-		for tx := range numLoopStyles {
-			for rx := range numLoopStyles {
-				name := fmt.Sprintf("loss=%v/%v-to-%v", loss, tx, rx)
-				t.Run(name, func(t *testing.T) {
-					seed := *budgetSeed
-					repro := fmt.Sprintf("reproduce: go test ./transport -run 'TestBudgetRandomLoss/%s$' -budget.seed=%d -v", name, seed)
-					link := simlink.LinkConfig{MTU: MaxMTU, Delay: 25 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: loss}
-					br := newBudgetRun(t, seed, link)
-					r := br.r
-					if err := r.net.SetLink(r.b.conn.LocalAddr(), r.a.conn.LocalAddr(), link); err != nil {
-						t.Fatal(err)
-					}
-					rng := rand.New(rand.NewPCG(seed, 0x1055))
-					br.loops = [2]*styledLoop{
-						{e: r.a, style: tx, r: rng, next: 3 * time.Millisecond},
-						{e: r.b, style: rx, r: rng, next: 11 * time.Millisecond},
-					}
-					br.run(3*time.Second, true)
-					sent0, off0, shed0 := r.a.ch.Stats().BytesSent, br.o.offeredBytes, r.a.ch.Stats().Budget.ShedBytes
-					br.run(10*time.Second, true)
-					st := r.a.ch.Stats()
-					sent, offered := int64(st.BytesSent-sent0), br.o.offeredBytes-off0
-					shedFresh := int64(st.Budget.ShedBytes[ShedSuperseded]-shed0[ShedSuperseded]) + int64(st.Budget.ShedBytes[ShedExpired]-shed0[ShedExpired])
-					t.Logf("3–10 s: sent %d B for %d B offered, shed %d B; budget %+v", sent, offered, shedFresh, st.Budget)
-					if sent < offered*8/10 || shedFresh > offered/5 || st.Budget.Rate < br.o.offeredRate()*8/10 {
-						t.Errorf("at %v%% random loss the budget collapsed: sent %d B for %d B offered (want ≥ 80 %%), shed %d B, rate %d B/s for %d B/s offered; %s",
-							loss*100, sent, offered, shedFresh, st.Budget.Rate, br.o.offeredRate(), repro)
-					}
-				})
+		eachLoopPair(t, fmt.Sprintf("loss=%v", loss), func(t *testing.T, tx, rx loopStyle, seed uint64, repro string) {
+			link := simlink.LinkConfig{MTU: MaxMTU, Delay: 25 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: loss}
+			br := newBudgetRun(t, seed, link)
+			r := br.r
+			if err := r.net.SetLink(r.b.conn.LocalAddr(), r.a.conn.LocalAddr(), link); err != nil {
+				t.Fatal(err)
 			}
-		}
+			br.loops = loopPair(r.a, r.b, tx, rx, rand.New(rand.NewPCG(seed, 0x1055)))
+			br.run(3*time.Second, true)
+			sent0, off0, shed0 := r.a.ch.Stats().BytesSent, br.o.offeredBytes, r.a.ch.Stats().Budget.ShedBytes
+			br.run(10*time.Second, true)
+			st := r.a.ch.Stats()
+			sent, offered := int64(st.BytesSent-sent0), br.o.offeredBytes-off0
+			shedFresh := int64(st.Budget.ShedBytes[ShedSuperseded]-shed0[ShedSuperseded]) + int64(st.Budget.ShedBytes[ShedExpired]-shed0[ShedExpired])
+			t.Logf("3–10 s: sent %d B for %d B offered, shed %d B; budget %+v", sent, offered, shedFresh, st.Budget)
+			if sent < offered*8/10 || shedFresh > offered/5 || st.Budget.Rate < br.o.offeredRate()*8/10 {
+				t.Errorf("at %v%% random loss the budget collapsed: sent %d B for %d B offered (want ≥ 80 %%), shed %d B, rate %d B/s for %d B/s offered; %s",
+					loss*100, sent, offered, shedFresh, st.Budget.Rate, br.o.offeredRate(), repro)
+			}
+		})
 	}
 }
 
