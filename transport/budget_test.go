@@ -193,6 +193,18 @@ func (br *budgetRun) drainReliable(t *testing.T, repro string) {
 }
 
 // p99 is the 99th percentile queuing delay of the a→b datagrams sent in
+// cappedPhase runs the bottleneck tests' capped phase, offering all the
+// while: to 3 s (the estimator settling), then to 10 s. It returns the p99
+// queuing delay of the datagrams sent from 3 s, how many those are, and the
+// sender's wire rate over that span in bytes a second.
+func (br *budgetRun) cappedPhase() (p99 time.Duration, n int, wire int64) {
+	br.run(3*time.Second, true)
+	sent0 := br.r.a.ch.Stats().BytesSent
+	br.run(10*time.Second, true)
+	p99, n = br.p99(3*time.Second, 10*time.Second)
+	return p99, n, int64(br.r.a.ch.Stats().BytesSent-sent0) / 7
+}
+
 // [from, to).
 func (br *budgetRun) p99(from, to time.Duration) (time.Duration, int) {
 	var qs []time.Duration
@@ -320,12 +332,8 @@ func TestBudgetBottleneckStalls(t *testing.T) {
 		}
 		return in
 	}
-	br.run(3*time.Second, true)
-	sent0 := br.r.a.ch.Stats().BytesSent
-	br.run(10*time.Second, true)
-	after, na := br.p99(3*time.Second, 10*time.Second)
+	after, na, wire := br.cappedPhase()
 	st := br.r.a.ch.Stats()
-	wire := int64(st.BytesSent-sent0) / 7
 	t.Logf("%d stalls of 60 ms; p99 queuing delay %v over %d datagrams from 3 s; wire rate %d B/s; budget %+v; rate over time %v", stalls, after, na, wire, st.Budget, br.rates)
 	if after > 2*tick60 || na == 0 {
 		t.Errorf("p99 queuing delay %v over %d datagrams after settling, with the sender stalled 60 ms every 700 ms, want ≤ %v; %s", after, na, 2*tick60, repro)
