@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,7 @@ type batchConn struct {
 	family int
 	limit  int
 	gro    bool
+	stamps bool // SO_TIMESTAMPNS is on: receives carry SCM_TIMESTAMPNS
 	rcvbuf int
 	sndbuf int
 	closed atomic.Bool
@@ -76,14 +78,19 @@ type recvState struct {
 	block    func(fd uintptr) bool // the recvmmsg callbacks, bound once so
 	try      func(fd uintptr) bool // passing them does not allocate
 
+	// ctrl holds each header's control messages (sizeofRecvCmsg each),
+	// when GRO or timestamps are on; nil otherwise.
+	ctrl []byte
+
 	// GRO only: the kernel receives into arena slots (one per header), and
-	// reads hand the datagrams out of them. ctrl holds each slot's control
-	// message; segs and addrs what it said. Datagrams not yet handed out
-	// are slots [pendI, pendN), the first starting at pendOff.
+	// reads hand the datagrams out of them. segs, addrs and stamps are what
+	// each slot's receive said (stamps: its SCM_TIMESTAMPNS in nanoseconds,
+	// 0 for none; every segment of a slot shares it). Datagrams not yet
+	// handed out are slots [pendI, pendN), the first starting at pendOff.
 	arena   []byte
-	ctrl    []byte
 	segs    []int
 	addrs   []netip.AddrPort
+	stamps  []int64
 	pendI   int
 	pendN   int
 	pendOff int
@@ -158,6 +165,9 @@ func openBatch(uc *net.UDPConn, cfg Config) (impl, error) {
 		if !cfg.DisableGRO {
 			c.gro = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
 		}
+		if !cfg.DisableTimestamps {
+			c.stamps = enableTimestamps(int(fd))
+		}
 	})
 	if err == nil {
 		err = probeErr
@@ -180,9 +190,12 @@ func (c *batchConn) initRecv(batch int) {
 	if c.gro {
 		slots = min(batch, groMaxSlots)
 		r.arena = make([]byte, slots*groSlotSize)
-		r.ctrl = make([]byte, slots*sizeofGROCmsg)
 		r.segs = make([]int, slots)
 		r.addrs = make([]netip.AddrPort, slots)
+		r.stamps = make([]int64, slots)
+	}
+	if c.gro || c.stamps {
+		r.ctrl = make([]byte, slots*sizeofRecvCmsg)
 	}
 	r.hdrs = make([]unix.Mmsghdr, slots)
 	r.iovs = make([]unix.Iovec, slots)
@@ -195,7 +208,9 @@ func (c *batchConn) initRecv(batch int) {
 		if c.gro {
 			r.iovs[i].Base = &r.arena[i*groSlotSize]
 			r.iovs[i].SetLen(groSlotSize)
-			h.Control = &r.ctrl[i*sizeofGROCmsg]
+		}
+		if r.ctrl != nil {
+			h.Control = &r.ctrl[i*sizeofRecvCmsg]
 		}
 	}
 	r.block = func(fd uintptr) bool { return r.recvmmsg(fd, true) }
@@ -306,6 +321,9 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 		}
 		iov.SetLen(len(b))
 		r.hdrs[i].Hdr.Namelen = sockaddr.Len
+		if c.stamps {
+			r.hdrs[i].Hdr.SetControllen(sizeofRecvCmsg)
+		}
 	}
 	r.n = k
 	err := c.recv(block)
@@ -317,12 +335,20 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 		return 0, err
 	}
 	var nbytes, trunc uint64
+	var now int64
+	if c.stamps && r.got > 0 {
+		now = time.Now().UnixNano()
+	}
 	for i := range r.got {
 		h := &r.hdrs[i]
 		m := &msgs[i]
 		m.N = int(h.Len)
 		m.Addr = sockaddr.AddrPort(&r.names[i])
 		m.Age = 0
+		if c.stamps {
+			_, stamp, _ := parseControl(r.slotCtrl(i))
+			m.Age = stampAge(now, stamp)
+		}
 		nbytes += uint64(h.Len)
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			trunc++
@@ -330,6 +356,12 @@ func (c *batchConn) read(msgs []socket.Message, block bool) (int, error) {
 	}
 	c.countRecv(r.got, nbytes, trunc)
 	return r.got, nil
+}
+
+// slotCtrl returns the control messages the kernel wrote for header i.
+func (r *recvState) slotCtrl(i int) []byte {
+	cl := min(int(r.hdrs[i].Hdr.Controllen), sizeofRecvCmsg)
+	return r.ctrl[i*sizeofRecvCmsg : i*sizeofRecvCmsg+max(cl, 0)]
 }
 
 func (c *batchConn) countRecv(n int, nbytes, trunc uint64) {
@@ -344,17 +376,23 @@ func (c *batchConn) countRecv(n int, nbytes, trunc uint64) {
 
 // readGRO hands out datagrams left from the previous receive, then, if
 // msgs has room, receives once more into the arena and hands out more.
-// It waits only when it has nothing at all to return.
+// It waits only when it has nothing at all to return. The clock for Age
+// is read before handing out leftovers and again after a receive that
+// got something.
 func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 	r := &c.r
 	var nbytes, trunc uint64
-	n := r.drain(msgs, &nbytes, &trunc)
+	var now int64
+	if c.stamps && r.pendI < r.pendN {
+		now = time.Now().UnixNano()
+	}
+	n := r.drain(msgs, now, &nbytes, &trunc)
 	r.drained = false
 	if n < len(msgs) {
 		for i := range r.hdrs {
 			h := &r.hdrs[i].Hdr
 			h.Namelen = sockaddr.Len
-			h.SetControllen(sizeofGROCmsg)
+			h.SetControllen(sizeofRecvCmsg)
 		}
 		r.n = len(r.hdrs)
 		if err := c.recv(block && n == 0); err != nil {
@@ -367,10 +405,8 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 			for i := range r.got {
 				h := &r.hdrs[i]
 				r.addrs[i] = sockaddr.AddrPort(&r.names[i])
-				seg := 0
-				if cl := int(h.Hdr.Controllen); cl > 0 {
-					seg = groSegSize(r.ctrl[i*sizeofGROCmsg : i*sizeofGROCmsg+min(cl, sizeofGROCmsg)])
-				}
+				seg, stamp, _ := parseControl(r.slotCtrl(i))
+				r.stamps[i] = stamp
 				if seg <= 0 || seg >= int(h.Len) {
 					seg = int(h.Len)
 				} else {
@@ -385,7 +421,10 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 				c.ctr.recv.groReceives.Add(coalesced)
 			}
 			r.pendI, r.pendN, r.pendOff = 0, r.got, 0
-			n += r.drain(msgs[n:], &nbytes, &trunc)
+			if c.stamps && r.got > 0 {
+				now = time.Now().UnixNano()
+			}
+			n += r.drain(msgs[n:], now, &nbytes, &trunc)
 			r.drained = r.got < len(r.hdrs) && r.pendI >= r.pendN
 		}
 	}
@@ -394,8 +433,9 @@ func (c *batchConn) readGRO(msgs []socket.Message, block bool) (int, error) {
 }
 
 // drain copies pending datagrams out of the arena into msgs, splitting
-// coalesced slots at their segment size.
-func (r *recvState) drain(msgs []socket.Message, nbytes, trunc *uint64) int {
+// coalesced slots at their segment size. now dates them (Age): the clock
+// as time.Now().UnixNano(), or 0 without timestamps.
+func (r *recvState) drain(msgs []socket.Message, now int64, nbytes, trunc *uint64) int {
 	n := 0
 	for n < len(msgs) && r.pendI < r.pendN {
 		i := r.pendI
@@ -405,7 +445,7 @@ func (r *recvState) drain(msgs []socket.Message, nbytes, trunc *uint64) int {
 		m := &msgs[n]
 		m.N = copy(m.Buf, d)
 		m.Addr = r.addrs[i]
-		m.Age = 0
+		m.Age = stampAge(now, r.stamps[i])
 		*nbytes += uint64(m.N)
 		if m.N < len(d) {
 			*trunc++
@@ -417,26 +457,6 @@ func (r *recvState) drain(msgs []socket.Message, nbytes, trunc *uint64) int {
 		}
 	}
 	return n
-}
-
-// groSegSize returns the segment size in a UDP_GRO control message, or 0.
-func groSegSize(ctrl []byte) int {
-	for len(ctrl) >= unix.SizeofCmsghdr {
-		cm := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
-		l := int(cm.Len)
-		if l < unix.SizeofCmsghdr || l > len(ctrl) {
-			return 0
-		}
-		if cm.Level == unix.IPPROTO_UDP && cm.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
-			return int(*(*int32)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)])))
-		}
-		next := unix.CmsgSpace(l - unix.CmsgLen(0))
-		if next > len(ctrl) {
-			return 0
-		}
-		ctrl = ctrl[next:]
-	}
-	return 0
 }
 
 func (c *batchConn) WriteBatch(msgs []socket.Message) (int, error) {
@@ -649,7 +669,7 @@ func (c *batchConn) udpConn() *net.UDPConn { return c.uc }
 func (c *batchConn) buffered() bool { return c.gro && c.r.pendI < c.r.pendN }
 
 func (c *batchConn) features() Features {
-	return Features{BatchRecv: true, BatchSend: true, GSO: c.gso.Load(), GRO: c.gro}
+	return Features{BatchRecv: true, BatchSend: true, GSO: c.gso.Load(), GRO: c.gro, Timestamps: c.stamps}
 }
 
 func (c *batchConn) stats(s *Stats) {

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -281,42 +280,6 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
-}
-
-// TestGROSegSize parses UDP_GRO control messages, including after an
-// unrelated one and in malformed buffers.
-func TestGROSegSize(t *testing.T) {
-	put := func(buf []byte, level, typ int32, val int32) int {
-		cm := (*unix.Cmsghdr)(unsafe.Pointer(&buf[0]))
-		cm.Level, cm.Type = level, typ
-		cm.SetLen(unix.CmsgLen(4))
-		*(*int32)(unsafe.Pointer(&buf[unix.CmsgLen(0)])) = val
-		return unix.CmsgSpace(4)
-	}
-	buf := make([]byte, 2*unix.CmsgSpace(4))
-	n := put(buf, unix.IPPROTO_UDP, unix.UDP_GRO, 1200)
-	if got := groSegSize(buf[:n]); got != 1200 {
-		t.Fatalf("UDP_GRO 1200: got %d", got)
-	}
-	n = put(buf, unix.SOL_IP, unix.IP_TOS, 7)
-	n += put(buf[n:], unix.IPPROTO_UDP, unix.UDP_GRO, 500)
-	if got := groSegSize(buf[:n]); got != 500 {
-		t.Fatalf("UDP_GRO after IP_TOS: got %d", got)
-	}
-	if got := groSegSize(buf[:unix.CmsgSpace(4)]); got != 0 {
-		t.Fatalf("IP_TOS only: got %d", got)
-	}
-	if got := groSegSize(buf[:10]); got != 0 {
-		t.Fatalf("short buffer: got %d", got)
-	}
-	(*unix.Cmsghdr)(unsafe.Pointer(&buf[0])).SetLen(1000)
-	if got := groSegSize(buf[:n]); got != 0 {
-		t.Fatalf("length beyond buffer: got %d", got)
-	}
-	(*unix.Cmsghdr)(unsafe.Pointer(&buf[0])).SetLen(3)
-	if got := groSegSize(buf[:n]); got != 0 {
-		t.Fatalf("length below header: got %d", got)
-	}
 }
 
 // TestSockaddr round-trips addresses through the kernel's format for both

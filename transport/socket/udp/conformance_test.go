@@ -19,20 +19,22 @@ type variant struct {
 	open opener
 	cfg  udp.Config
 	// want is the feature set the variant must end up with where the
-	// kernel offers everything (GSO and GRO are masked by what the kernel
-	// supports, see kernelFeatures).
+	// kernel offers everything (GSO, GRO and Timestamps are masked by
+	// what the kernel supports, see kernelFeatures).
 	want udp.Features
 }
 
 var variants = []variant{
-	{"batched", udp.Open, udp.Config{}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true}},
-	{"batched-noGSO-noGRO", udp.Open, udp.Config{DisableGSO: true, DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true}},
-	{"batched-GSO-noGRO", udp.Open, udp.Config{DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true}},
-	{"batched-noGSO-GRO", udp.Open, udp.Config{DisableGSO: true}, udp.Features{BatchRecv: true, BatchSend: true, GRO: true}},
-	{"batched-batch7", udp.Open, udp.Config{BatchSize: 7}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true}},
-	{"plain", udp.OpenPlain, udp.Config{}, udp.Features{}},
-	{"fromconn", fromConn, udp.Config{}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true}},
-	{"fromconn-noGSO-noGRO", fromConn, udp.Config{DisableGSO: true, DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true}},
+	{"batched", udp.Open, udp.Config{}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true, Timestamps: true}},
+	{"batched-noGSO-noGRO", udp.Open, udp.Config{DisableGSO: true, DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true, Timestamps: true}},
+	{"batched-GSO-noGRO", udp.Open, udp.Config{DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, Timestamps: true}},
+	{"batched-noGSO-GRO", udp.Open, udp.Config{DisableGSO: true}, udp.Features{BatchRecv: true, BatchSend: true, GRO: true, Timestamps: true}},
+	{"batched-batch7", udp.Open, udp.Config{BatchSize: 7}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true, Timestamps: true}},
+	{"plain", udp.OpenPlain, udp.Config{}, udp.Features{Timestamps: true}},
+	{"fromconn", fromConn, udp.Config{}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true, Timestamps: true}},
+	{"fromconn-noGSO-noGRO", fromConn, udp.Config{DisableGSO: true, DisableGRO: true}, udp.Features{BatchRecv: true, BatchSend: true, Timestamps: true}},
+	{"batched-noTimestamps", udp.Open, udp.Config{DisableTimestamps: true}, udp.Features{BatchRecv: true, BatchSend: true, GSO: true, GRO: true}},
+	{"plain-noTimestamps", udp.OpenPlain, udp.Config{DisableTimestamps: true}, udp.Features{}},
 }
 
 // fromConn is an opener through FromConn: the caller binds the socket

@@ -23,6 +23,7 @@ type plainConn struct {
 	limit  int
 	rcvbuf int
 	sndbuf int
+	stamps bool // SO_TIMESTAMPNS is on (Linux only)
 	closed atomic.Bool
 	ctr    counters
 	tr     tryRecvState // owned by the reading goroutine
@@ -37,6 +38,7 @@ func openPlain(uc *net.UDPConn, cfg Config) (impl, error) {
 	}
 	c := &plainConn{uc: uc, rc: rc, laddr: localAddrPort(uc), limit: cfg.MaxDatagramSize}
 	c.rcvbuf, c.sndbuf = socketBuffers(rc)
+	c.stamps = setTimestamps(rc, cfg.DisableTimestamps)
 	c.tr.init()
 	return c, nil
 }
@@ -53,7 +55,8 @@ func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
 		return 0, nil
 	}
 	m := &msgs[0]
-	n, _, flags, addr, err := c.uc.ReadMsgUDPAddrPort(m.Buf, nil)
+	oob := c.oob()
+	n, oobn, flags, addr, err := c.uc.ReadMsgUDPAddrPort(m.Buf, oob)
 	c.ctr.recv.syscalls.Add(1)
 	var trunc uint64
 	if err != nil {
@@ -64,13 +67,14 @@ func (c *plainConn) ReadBatch(msgs []socket.Message) (int, error) {
 	} else if flags&msgTrunc != 0 {
 		trunc = 1
 	}
+	var now int64 // the clock for Age, read once when first needed
 	m.N = n
-	m.Age = 0
+	m.Age = c.age(oob[:min(max(oobn, 0), len(oob))], &now)
 	m.Addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	c.count(1, uint64(n), trunc)
 	// Take whatever else is already queued, without waiting. An error
 	// here recurs on the next call.
-	k, _ := c.TryReadBatch(msgs[1:])
+	k, _ := c.tryRead(msgs[1:], &now)
 	return 1 + k, nil
 }
 
@@ -78,13 +82,21 @@ func (c *plainConn) TryReadBatch(msgs []socket.Message) (int, error) {
 	if c.closed.Load() {
 		return 0, socket.Closed("read", c.laddr)
 	}
+	var now int64
+	return c.tryRead(msgs, &now)
+}
+
+// tryRead is TryReadBatch; now is the clock Age is taken against
+// (time.Now().UnixNano(), 0 until first needed), shared by every datagram
+// of one read call.
+func (c *plainConn) tryRead(msgs []socket.Message, now *int64) (int, error) {
 	var n int
 	var nbytes, trunc, syscalls uint64
 	var err error
 	for n < len(msgs) {
 		m := &msgs[n]
 		var ok, cut bool
-		ok, cut, err = c.tryRecv(m)
+		ok, cut, err = c.tryRecv(m, now)
 		syscalls++
 		if err != nil || !ok {
 			break
@@ -162,9 +174,10 @@ func (c *plainConn) Close() error {
 
 func (c *plainConn) maxDatagramSize() int { return c.limit }
 
-func (c *plainConn) features() Features { return Features{} }
+func (c *plainConn) features() Features { return Features{Timestamps: c.stamps} }
 
 func (c *plainConn) stats(s *Stats) {
+	s.Features = c.features()
 	c.ctr.fill(s)
 	s.RecvBufferBytes, s.SendBufferBytes = c.rcvbuf, c.sndbuf
 }

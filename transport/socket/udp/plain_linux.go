@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,12 +20,14 @@ const msgTrunc = unix.MSG_TRUNC
 func isTruncation(error) bool { return false }
 
 // tryRecvState is the plain socket's non-blocking receive on Linux: one
-// recvmsg(MSG_DONTWAIT) through the RawConn, with the header and sockaddr
-// kept here so it allocates nothing.
+// recvmsg(MSG_DONTWAIT) through the RawConn, with the header, sockaddr and
+// control buffer kept here so it allocates nothing. The blocking receive
+// of ReadBatch shares the control buffer.
 type tryRecvState struct {
 	hdr   unix.Msghdr
 	iov   unix.Iovec
 	name  sockaddr.Raw
+	ctrl  []byte // SCM_TIMESTAMPNS, when the socket's timestamps are on
 	n     int
 	ok    bool
 	errno unix.Errno
@@ -35,7 +38,32 @@ func (t *tryRecvState) init() {
 	t.hdr.Name = (*byte)(unsafe.Pointer(&t.name))
 	t.hdr.Iov = &t.iov
 	t.hdr.SetIovlen(1)
+	t.ctrl = make([]byte, sizeofStampCmsg)
 	t.fn = t.recvmsg
+}
+
+// oob is the control buffer for a receive: nil without timestamps.
+func (c *plainConn) oob() []byte {
+	if !c.stamps {
+		return nil
+	}
+	return c.tr.ctrl
+}
+
+// age is a datagram's Age from the control messages of its receive,
+// reading the clock into *now if it is still 0.
+func (c *plainConn) age(ctrl []byte, now *int64) time.Duration {
+	if !c.stamps {
+		return 0
+	}
+	_, stamp, ok := parseControl(ctrl)
+	if !ok {
+		return 0
+	}
+	if *now == 0 {
+		*now = time.Now().UnixNano()
+	}
+	return stampAge(*now, stamp)
 }
 
 func (t *tryRecvState) recvmsg(fd uintptr) bool {
@@ -55,8 +83,9 @@ func (t *tryRecvState) recvmsg(fd uintptr) bool {
 	}
 }
 
-// tryRecv receives one datagram into m if one is queued.
-func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
+// tryRecv receives one datagram into m if one is queued, dating it
+// against *now (see age).
+func (c *plainConn) tryRecv(m *socket.Message, now *int64) (ok, cut bool, err error) {
 	t := &c.tr
 	t.iov.Base = nil
 	if len(m.Buf) > 0 {
@@ -64,6 +93,10 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 	}
 	t.iov.SetLen(len(m.Buf))
 	t.hdr.Namelen = sockaddr.Len
+	if c.stamps {
+		t.hdr.Control = &t.ctrl[0]
+		t.hdr.SetControllen(len(t.ctrl))
+	}
 	t.ok, t.errno = false, 0
 	err = c.rc.Read(t.fn)
 	t.iov.Base = nil
@@ -79,6 +112,10 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 	m.N = t.n
 	m.Addr = sockaddr.AddrPort(&t.name)
 	m.Age = 0
+	if c.stamps {
+		cl := min(int(t.hdr.Controllen), len(t.ctrl))
+		m.Age = c.age(t.ctrl[:max(cl, 0)], now)
+	}
 	return true, t.hdr.Flags&unix.MSG_TRUNC != 0, nil
 }
 

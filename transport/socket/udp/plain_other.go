@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
 )
@@ -30,9 +31,18 @@ var errNoTryRead = fmt.Errorf("udp: TryReadBatch on %s: no read without waiting:
 
 // tryRecv reports errors.ErrUnsupported: this platform offers no way to
 // read without waiting.
-func (c *plainConn) tryRecv(*socket.Message) (ok, cut bool, err error) {
+func (c *plainConn) tryRecv(*socket.Message, *int64) (ok, cut bool, err error) {
 	return false, false, errNoTryRead
 }
 
 // socketBuffers reports 0, 0: the sizes are not known here.
 func socketBuffers(syscall.RawConn) (rcv, snd int) { return 0, 0 }
+
+// setTimestamps reports false: receive timestamps are Linux-only.
+func setTimestamps(syscall.RawConn, bool) bool { return false }
+
+// oob is nil: there are no receive timestamps here.
+func (c *plainConn) oob() []byte { return nil }
+
+// age is 0: there are no receive timestamps here.
+func (c *plainConn) age([]byte, *int64) time.Duration { return 0 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/tickwire/tickwire/transport/socket"
 )
@@ -28,7 +29,7 @@ func (*tryRecvState) init() {}
 
 // tryRecv receives one datagram into m if one is queued, with one
 // recvmsg(MSG_DONTWAIT). syscall.Recvmsg allocates the source sockaddr.
-func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
+func (c *plainConn) tryRecv(m *socket.Message, _ *int64) (ok, cut bool, err error) {
 	var (
 		n, flags int
 		from     syscall.Sockaddr
@@ -84,3 +85,12 @@ func socketBuffers(rc syscall.RawConn) (rcv, snd int) {
 	})
 	return rcv, snd
 }
+
+// setTimestamps reports false: receive timestamps are Linux-only.
+func setTimestamps(syscall.RawConn, bool) bool { return false }
+
+// oob is nil: there are no receive timestamps here.
+func (c *plainConn) oob() []byte { return nil }
+
+// age is 0: there are no receive timestamps here.
+func (c *plainConn) age([]byte, *int64) time.Duration { return 0 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -35,7 +36,7 @@ func (*tryRecvState) init() {}
 // FIONREAD first and reads only when data is queued. A queued zero-length
 // datagram is invisible to FIONREAD: TryReadBatch sees it only once a
 // non-empty datagram is queued behind it, and ReadBatch sees it at once.
-func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
+func (c *plainConn) tryRecv(m *socket.Message, _ *int64) (ok, cut bool, err error) {
 	var avail uint32
 	var ioerr error
 	if err := c.rc.Control(func(fd uintptr) {
@@ -65,3 +66,12 @@ func (c *plainConn) tryRecv(m *socket.Message) (ok, cut bool, err error) {
 
 // socketBuffers reports 0, 0: the sizes are not queried on Windows.
 func socketBuffers(syscall.RawConn) (rcv, snd int) { return 0, 0 }
+
+// setTimestamps reports false: receive timestamps are Linux-only.
+func setTimestamps(syscall.RawConn, bool) bool { return false }
+
+// oob is nil: there are no receive timestamps here.
+func (c *plainConn) oob() []byte { return nil }
+
+// age is 0: there are no receive timestamps here.
+func (c *plainConn) age([]byte, *int64) time.Duration { return 0 }

@@ -19,6 +19,10 @@ type Features struct {
 	// GRO: UDP_GRO is set, so the kernel may hand up several datagrams of
 	// one flow as one buffer, which the socket splits.
 	GRO bool
+	// Timestamps: SO_TIMESTAMPNS is set (Linux, unless
+	// Config.DisableTimestamps), so reads report socket.Message.Age from
+	// the kernel's arrival stamp. False means Age is always 0.
+	Timestamps bool
 }
 
 // Stats is a snapshot of a socket's counters and live features. Counters

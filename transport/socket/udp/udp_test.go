@@ -46,7 +46,8 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestFeatures checks that Open takes the batched path on Linux and the
-// plain one elsewhere, and that the switches turn GSO and GRO off.
+// plain one elsewhere, and that the switches turn GSO, GRO and timestamps
+// off.
 func TestFeatures(t *testing.T) {
 	for _, v := range variants {
 		c, err := v.open(lo4, v.cfg)
@@ -59,10 +60,12 @@ func TestFeatures(t *testing.T) {
 		if runtime.GOOS != "linux" {
 			want = udp.Features{}
 		}
-		// GSO and GRO depend on the kernel; everything else is fixed.
+		// GSO, GRO and timestamps depend on the kernel; everything else
+		// is fixed.
 		k := kernelFeatures(t)
 		want.GSO = want.GSO && k.GSO
 		want.GRO = want.GRO && k.GRO
+		want.Timestamps = want.Timestamps && k.Timestamps
 		if got != want {
 			t.Errorf("%s: Features() = %+v, want %+v", v.name, got, want)
 		}
