@@ -99,8 +99,11 @@ func (e *Engine) wake() {
 
 // ReadBatch blocks until at least one datagram is queued, then fills
 // msgs[:n] and returns n ≥ 1. Each Buf receives a copy of one datagram
-// (cut to len(Buf), counted in Stats.Truncated), N its length and Addr its
-// source; no buffer is referenced after the call. It returns (0, nil) for
+// (cut to len(Buf), counted in Stats.Truncated), N its length, Addr its
+// source and Age how long it sat in the engine's queue (from when its
+// event loop queued it to this read, on the monotonic clock; the time in
+// the kernel's socket buffer before the event loop woke is not counted);
+// no buffer is referenced after the call. It returns (0, nil) for
 // an empty msgs. Datagrams from one peer arrive in the order they were
 // received; datagrams from different peers, which the kernel may spread
 // over several event loops, interleave. A blocked ReadBatch parks on a
@@ -155,12 +158,13 @@ func (e *Engine) TryReadBatch(msgs []socket.Message) (int, error) {
 func (e *Engine) take(msgs []socket.Message) int {
 	n := 0
 	var nbytes, trunc uint64
+	var now int64 // one clock read for every ring, when one has data
 	for k := range e.rings {
 		if n == len(msgs) {
 			break
 		}
 		r := e.rings[(e.next+k)%len(e.rings)]
-		got, b, t := r.pop(msgs[n:])
+		got, b, t := r.pop(msgs[n:], &now)
 		n += got
 		nbytes += b
 		trunc += t

@@ -300,9 +300,10 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 		from = ua.AddrPort()
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	}
-	queued := r.push(p, from)
+	now := clock() // dates every datagram this wake-up queues
+	queued := r.push(p, from, now)
 	if queued && e.sys.drains != nil {
-		e.sys.drains[i].drain(fd, r)
+		e.sys.drains[i].drain(fd, r, now)
 	}
 	if queued {
 		e.wake()
@@ -314,7 +315,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 // socket is empty, r is full or drainRounds calls were made. UDP sockets
 // are level-triggered in gnet's epoll set, so whatever is left wakes the
 // loop again.
-func (d *drainState) drain(fd int, r *ring) {
+func (d *drainState) drain(fd int, r *ring, now int64) {
 	for range drainRounds {
 		h := r.head.Load()
 		k := min(r.free(), len(d.hdrs))
@@ -345,6 +346,7 @@ func (d *drainState) drain(fd int, r *ring) {
 			r.lens[i] = int32(hd.Len)
 			r.trunc[i] = hd.Hdr.Flags&unix.MSG_TRUNC != 0
 			r.addrs[i] = sockaddr.AddrPort(&d.names[j])
+			r.stamps[i] = now
 			nbytes += uint64(hd.Len)
 		}
 		r.head.Store(h + uint64(n))
