@@ -41,13 +41,15 @@ type Conn struct {
 	limit  int
 
 	// The ring: slot i is arena[i*stride:][:limit+1], its datagram's length
-	// in lens[i] and source in addrs[i]. Slot indices travel free → the
+	// in lens[i], source in addrs[i] and when ReadFrom returned it in
+	// stamps[i] (clock()). Slot indices travel free → the
 	// receiving goroutine → full → the reader → free; a channel send is
 	// what publishes a slot's contents to the other side.
 	arena  []byte
 	stride int
 	lens   []int32
 	addrs  []netip.AddrPort
+	stamps []int64
 	free   chan int32
 	full   chan int32
 	errc   chan error    // read errors, one at a time (capacity 1)
@@ -115,6 +117,7 @@ func New(pc net.PacketConn, cfg Config) (*Conn, error) {
 		stride: stride,
 		lens:   make([]int32, n),
 		addrs:  make([]netip.AddrPort, n),
+		stamps: make([]int64, n),
 		free:   make(chan int32, n),
 		full:   make(chan int32, n),
 		errc:   make(chan error, 1),
@@ -198,10 +201,20 @@ func (c *Conn) receive() {
 		}
 		c.lens[i] = int32(n)
 		c.addrs[i] = from
+		c.stamps[i] = clock()
 		c.full <- i // never blocks: at most QueueLen slots exist
 		c.signal()
 	}
 }
+
+// clockBase is the origin of clock.
+var clockBase = time.Now()
+
+// clock is the adapter's time for dating queued datagrams: monotonic
+// nanoseconds since clockBase, at least 1 (0 means "not read yet"). The
+// receiving goroutine and the reader share the process's monotonic clock,
+// so a wall-clock step cannot skew an Age.
+func clock() int64 { return max(int64(time.Since(clockBase)), 1) }
 
 // signal tells a Wait that the ring or errc gained something.
 func (c *Conn) signal() {
@@ -238,8 +251,11 @@ func addrPort(a net.Addr) (netip.AddrPort, bool) {
 
 // ReadBatch blocks until at least one datagram is queued, then fills
 // msgs[:n] and returns n ≥ 1: each Buf receives a copy of one datagram
-// (cut to len(Buf), counted in Stats.Truncated), N its length and Addr its
-// source; no buffer is referenced after the call. It returns (0, nil) for
+// (cut to len(Buf), counted in Stats.Truncated), N its length, Addr its
+// source and Age how long it sat in the Conn's ring (from the return of
+// the ReadFrom that received it to this read, on the monotonic clock; time
+// spent in the PacketConn before a slot was free is not counted); no
+// buffer is referenced after the call. It returns (0, nil) for
 // an empty msgs. A read error of the PacketConn is returned by the next
 // read call, once, in the PacketConn's own words (a passed deadline keeps
 // its Timeout() == true). A blocked ReadBatch parks on a channel until a
@@ -254,8 +270,9 @@ func (c *Conn) ReadBatch(msgs []socket.Message) (int, error) {
 	}
 	select {
 	case i := <-c.full:
-		c.put(&msgs[0], i)
-		n := 1 + c.take(msgs[1:])
+		now := clock()
+		c.put(&msgs[0], i, now)
+		n := 1 + c.take(msgs[1:], &now)
 		c.rd.count(msgs[:n])
 		return n, nil
 	case err := <-c.errc:
@@ -277,7 +294,8 @@ func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
-	if n := c.take(msgs); n > 0 {
+	var now int64
+	if n := c.take(msgs, &now); n > 0 {
 		c.rd.count(msgs[:n])
 		return n, nil
 	}
@@ -294,20 +312,25 @@ func (c *Conn) TryReadBatch(msgs []socket.Message) (int, error) {
 // afterDeath is a read once the receiving goroutine has returned: what it
 // queued before, then the closed error.
 func (c *Conn) afterDeath(msgs []socket.Message) (int, error) {
-	if n := c.take(msgs); n > 0 {
+	var now int64
+	if n := c.take(msgs, &now); n > 0 {
 		c.rd.count(msgs[:n])
 		return n, nil
 	}
 	return 0, socket.Closed("read", c.laddr)
 }
 
-// take copies queued datagrams into msgs without waiting.
-func (c *Conn) take(msgs []socket.Message) int {
+// take copies queued datagrams into msgs without waiting. now is the
+// read's clock() for their Age, read here if still 0.
+func (c *Conn) take(msgs []socket.Message, now *int64) int {
 	n := 0
 	for n < len(msgs) {
 		select {
 		case i := <-c.full:
-			c.put(&msgs[n], i)
+			if *now == 0 {
+				*now = clock()
+			}
+			c.put(&msgs[n], i, *now)
 			n++
 		default:
 			return n
@@ -316,8 +339,9 @@ func (c *Conn) take(msgs []socket.Message) int {
 	return n
 }
 
-// put copies slot i into m and frees the slot.
-func (c *Conn) put(m *socket.Message, i int32) {
+// put copies slot i into m, dating it against now (clock()), and frees
+// the slot.
+func (c *Conn) put(m *socket.Message, i int32, now int64) {
 	l := int(c.lens[i])
 	cut := l > c.limit
 	if cut {
@@ -325,7 +349,7 @@ func (c *Conn) put(m *socket.Message, i int32) {
 	}
 	m.N = copy(m.Buf, c.slot(i)[:l])
 	m.Addr = c.addrs[i]
-	m.Age = 0
+	m.Age = time.Duration(max(now-c.stamps[i], 0))
 	if cut || m.N < l {
 		c.rd.truncated.Add(1)
 	}

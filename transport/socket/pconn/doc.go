@@ -26,6 +26,14 @@
 // handed to the next read call, once, and the goroutine reads on after
 // the reader has taken it, so a failing conn cannot make it spin.
 //
+// Because the ring holds datagrams until the reader comes, a read sets
+// each Message.Age to how long its datagram sat there: the receiving
+// goroutine reads the monotonic clock as each ReadFrom returns, the reader
+// once per read call. The time a datagram spent in the layer below before
+// the goroutine read it (none while a slot is free and ReadFrom is
+// waiting; more once the ring is full) is not counted: the adapter cannot
+// see it.
+//
 // # Buffer ownership
 //
 // Every buffer in a batch belongs to the caller. ReadBatch and
