@@ -29,6 +29,10 @@
 //
 // Each check is a subtest with a fresh pair; every wait is bounded by
 // Options.Timeout and every subtest sends at most a few hundred datagrams.
+// Every message a check reads must come back with Age set to 0 or more
+// (the suite offers it at -1): a read that leaves a stale Age, or reports
+// a negative one, fails. The suite does not check Age's value, which
+// depends on timing.
 // No check has more than about 150 KB in flight, so the default socket
 // buffers of an unloaded Linux machine never drop a datagram.
 //
@@ -272,6 +276,9 @@ func (p *pair) recvNProgress(t *testing.T, c socket.Conn, n, slots, bufSize int,
 		}
 		var got []datagram
 		for len(got) < n {
+			for i := range msgs {
+				msgs[i].Age = -1 // a read must set it
+			}
 			k, err := c.ReadBatch(msgs)
 			if err != nil {
 				done <- result{got, err}
@@ -284,6 +291,10 @@ func (p *pair) recvNProgress(t *testing.T, c socket.Conn, n, slots, bufSize int,
 			for _, m := range msgs[:k] {
 				if m.N < 0 || m.N > len(m.Buf) {
 					done <- result{got, fmt.Errorf("ReadBatch set N=%d with len(Buf)=%d", m.N, len(m.Buf))}
+					return
+				}
+				if m.Age < 0 {
+					done <- result{got, fmt.Errorf("ReadBatch left Age=%v; want it set to 0 or more", m.Age)}
 					return
 				}
 				got = append(got, datagram{slices.Clone(m.Buf[:m.N]), m.Addr})

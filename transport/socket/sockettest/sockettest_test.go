@@ -80,6 +80,7 @@ func (c *memConn) TryReadBatch(msgs []socket.Message) (int, error) {
 		c.queue = c.queue[1:]
 		msgs[n].N = copy(msgs[n].Buf, d.data)
 		msgs[n].Addr = d.from
+		msgs[n].Age = 0 // no queue delay worth reporting
 		n++
 	}
 	return n, nil
