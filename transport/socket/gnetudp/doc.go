@@ -25,6 +25,12 @@
 // drains the socket with non-blocking recvmmsg calls straight into the
 // queue's free slots (up to 4 calls of 64). It never waits: a datagram
 // that finds the queue full is dropped and counted in Stats.QueueDrops.
+// OnTraffic reads the monotonic clock once and dates every datagram it
+// queues with it; a read sets each socket.Message.Age to its own clock
+// read (one per read that finds data) less that stamp: how long the
+// datagram sat in the queue. The time in the kernel's socket buffer before
+// the loop woke is not counted; the loop wakes as a datagram arrives,
+// unless it is busy draining another burst.
 //
 // Each queue is a single-producer, single-consumer ring: the producer is
 // its event loop, the consumer the goroutine that reads. One goroutine at a

@@ -73,7 +73,8 @@ func OpenPlain(laddr netip.AddrPort, cfg Config) (*Conn, error) {
 // longer read, write or set deadlines on uc (a read on uc would take
 // datagrams from the Conn; a deadline would make its reads fail).
 // FromConn clears any deadline already set. On error uc is left open and
-// the caller's, though the probes may have set UDP_GRO on it.
+// the caller's, though the probes may have set UDP_GRO and SO_TIMESTAMPNS
+// on it.
 //
 // uc must not be connected (net.DialUDP): a connected socket accepts
 // datagrams from one peer only and the plain path cannot address its
@@ -130,7 +131,9 @@ func wrap(uc *net.UDPConn, cfg Config, mk func(*net.UDPConn, Config) (impl, erro
 
 // ReadBatch blocks until at least one datagram is available, then fills
 // msgs[:n], each Buf receiving one datagram (cut to len(Buf), counted in
-// Stats.Truncated), N its length and Addr its source. It returns (0, nil)
+// Stats.Truncated), N its length, Addr its source and Age how long it had
+// waited in the socket (from the kernel's receive timestamp where
+// Features.Timestamps, else 0; see the package documentation). It returns (0, nil)
 // for an empty msgs. The batched socket without GRO returns at most
 // Config.BatchSize datagrams per call; otherwise up to len(msgs). A blocked
 // ReadBatch parks in the Go netpoller, costing no thread and no CPU, until

@@ -208,3 +208,29 @@ func FuzzParseControl(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseControl is the reader's cost of a timestamp per receive
+// header: parsing a GRO + timestamp control buffer and dating it.
+func BenchmarkParseControl(b *testing.B) {
+	ctrl := cat(groCmsg(1200), stampNewCmsg(tSec, tNsec))
+	now := int64(tNano + 5e6)
+	b.ReportAllocs()
+	for b.Loop() {
+		seg, stamp, ok := parseControl(ctrl)
+		if seg != 1200 || !ok || stampAge(now, stamp) != 5*time.Millisecond {
+			b.Fatal("parse")
+		}
+	}
+}
+
+// BenchmarkTimeNow is the clock read each read call adds.
+func BenchmarkTimeNow(b *testing.B) {
+	b.ReportAllocs()
+	var sink int64
+	for b.Loop() {
+		sink += time.Now().UnixNano()
+	}
+	if sink == 0 {
+		b.Fatal("clock")
+	}
+}
