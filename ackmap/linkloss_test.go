@@ -129,3 +129,27 @@ func TestOnAckDelayedNeverZeroSample(t *testing.T) {
 		t.Fatalf("%d samples, min %v after an ack dated before its send: want no sample", r.Samples(), r.Min())
 	}
 }
+
+// TestPeerAckDelayIgnoresRepeats: a header that repeats an ack already
+// seen, while an older seq is still pending within its reach, gives no
+// RTT sample, and its ack delay — the peer states in every header how long
+// its newest seq has waited, so a repeat's is longer — neither raises
+// PeerAckDelay nor decays it.
+func TestPeerAckDelayIgnoresRepeats(t *testing.T) {
+	const ms = time.Millisecond
+	tr, _ := NewSendTracker(Config{}, 0)
+	s1, _ := tr.Send(nil, 0, NoRecord)
+	s2, _ := tr.Send(nil, ms, NoRecord)
+	_, _ = tr.OnAckDelayed(nil, 60*ms, s2, 0, 16*ms) // s2 arrived, s1 not yet
+	if got := tr.PeerAckDelay(); got != 16*ms {
+		t.Fatalf("peer ack delay %v after the first header, want 16ms", got)
+	}
+	samples := tr.RTT().Samples()
+	for i, d := range []time.Duration{24 * ms, 0, 25 * ms} {
+		_, _ = tr.OnAckDelayed(nil, 60*ms+time.Duration(i+1)*ms, s2, 0, d)
+		if got := tr.PeerAckDelay(); got != 16*ms || tr.RTT().Samples() != samples {
+			t.Fatalf("repeat %d of the ack of seq %d (stating %v, seq %d pending): peer ack delay %v, %d samples; want 16ms and %d",
+				i, s2, d, s1, got, tr.RTT().Samples(), samples)
+		}
+	}
+}

@@ -151,7 +151,8 @@ type SendStats struct {
 	LinkLoss float64
 	// PeerAckDelay is the largest ack delay the peer reported recently
 	// (OnAckDelayed), decaying by an eighth per header that gives RTT
-	// samples (its newest seq newly acked): it is added to the
+	// samples (OnAckDelayed's rule: its newest seq newly acked, or a recent
+	// standalone ack): it is added to the
 	// retransmission time-out, as QUIC adds max_ack_delay. Headers that
 	// give none (a repeat of an ack already seen) leave it: their delay
 	// is not the one a time-out waits on, and decaying on them forgot a
@@ -729,10 +730,9 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 			back := ack.Sub(seq) // negative when the header is older than seq
 			switch {
 			case back == 0 || back > 0 && back < AckWindow && bits&(1<<uint(back-1)) != 0:
-				// A header cannot arrive before the seq left: a read time
-				// that says so (a receive timestamp from another clock) is
-				// no sample.
-				if sampling && now >= slot.sentAt {
+				// (A read time before the seq left gives a negative
+				// sample, which Sample drops.)
+				if sampling {
 					t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
 				}
 				t.backoff = 1
