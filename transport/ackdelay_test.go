@@ -99,3 +99,63 @@ func TestAckDelayStatedInEveryHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestArrivalOffTheClockNotBelieved: an age that would date a datagram
+// before the one read ahead of it (by more than arrivalSlack) is off the
+// loop's clock — a receive timestamp from another clock, a step — and the
+// datagram counts as arrived when it was read. Believed, a consistently
+// wrong age would pin every arrival at the last good one: no RTT sample
+// again (every ack "arrived" before its seq left) and a saturated ack
+// delay on every header sent.
+func TestArrivalOffTheClockNotBelieved(t *testing.T) {
+	const ms = time.Millisecond
+	a, err := NewChannel(Config{}, &nopHandler{}, 100, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewChannel(Config{}, &nopHandler{}, 200, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa, sb loopSink
+	now := time.Second
+	for i := range 20 {
+		if _, err := a.SendReliable(1, []byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		sa.out = sa.out[:0]
+		a.Flush(now, &sa)
+		// 10 ms each way; every read claims the datagram waited 10 s.
+		now += 10 * ms
+		for _, d := range sa.out {
+			if err := b.ReceiveAged(now, 10*time.Second, d[wire.SessionHeaderLen:]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.SendReliable(1, []byte("pong")); err != nil {
+			t.Fatal(err)
+		}
+		sb.out = sb.out[:0]
+		b.Flush(now+ms, &sb)
+		for _, d := range sb.out {
+			h, _, err := wire.ParseChannelHeader(d[wire.SessionHeaderLen:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.AckDelay != 10 { // 1 ms since the read, as if it arrived then
+				t.Fatalf("round %d: b states an ack delay of %d units, want 10 (1 ms): the 10 s age was believed", i, h.AckDelay)
+			}
+		}
+		now += 11 * ms
+		for _, d := range sb.out {
+			if err := a.ReceiveAged(now, 10*time.Second, d[wire.SessionHeaderLen:]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now += 10 * ms
+	}
+	st := a.Stats()
+	if st.SRTT < 20*ms || st.SRTT > 22*ms {
+		t.Errorf("a's SRTT %v after 20 round trips of 21 ms with a bogus 10 s age on every read, want the round trip less b's 1 ms ack delay (20–22 ms)", st.SRTT)
+	}
+}

@@ -177,7 +177,8 @@ type budget struct {
 	heard      bool                          // a sample of a datagram sent after it came back
 	flat       int                           // intervals in a row whose low queuing delay held still
 	samples    uint64                        // the tracker's sample count last seen
-	peerDelay  time.Duration                 // the peer's mean stated ack delay (Channel.receiveAck)
+	peerDelay  time.Duration                 // the peer's mean stated ack delay (notePeerDelay)
+	peerDelays int                           // delays it has seen, up to 8
 
 	stats BudgetStats
 }
@@ -324,6 +325,16 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 // so the estimator skips them (the SendTracker still takes them).
 func (b *budget) stalled(now time.Duration) bool {
 	return b.started && b.paced && now-b.nextSlot(b.filledAt) > max(2*b.gapAvg, budgetStall)
+}
+
+// notePeerDelay folds an ack delay the peer stated into peerDelay: the
+// mean of the first eight, then smoothed by 1/8, so the first ones are
+// not averaged with a 0 that was never stated.
+func (b *budget) notePeerDelay(d time.Duration) {
+	if b.peerDelays < 8 {
+		b.peerDelays++
+	}
+	b.peerDelay += (d - b.peerDelay) / time.Duration(b.peerDelays)
 }
 
 // threshold is the queuing delay above which the budget backs off.

@@ -147,10 +147,10 @@ type Channel struct {
 	// a full span of seqs (pacedRoom; ChannelStats.SpanWaits).
 	spanHeld bool
 	ackAt    time.Duration // the last ack header received (spanWait)
-	rxAge    time.Duration // how long the datagram in Receive waited in the socket
-	// ackArrived is when the last ack header arrived (its read time less
-	// its rxAge), never earlier than the one before: the tracker's clock.
-	ackArrived time.Duration
+	// rxAt is when the datagram in Receive arrived (arrival); lastArrival
+	// the latest such time so far, which arrivals never precede.
+	rxAt        time.Duration
+	lastArrival time.Duration
 
 	// Outgoing, between Flushes.
 	outArena  []byte
@@ -1310,7 +1310,7 @@ func (c *Channel) Receive(now time.Duration, b []byte) error {
 // budget would hold it back on a clean path, and its peer's would too.
 // A negative age counts as 0. Cost as Receive.
 func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
-	c.rxAge = max(age, 0)
+	c.rxAt = c.arrival(now, age)
 	c.stats.DatagramsReceived++
 	c.stats.BytesReceived += uint64(len(b))
 	h, n, err := wire.ParseChannelHeader(b)
@@ -1337,7 +1337,7 @@ func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
 		return nil
 	}
 	if newest, _, _ := c.history.Ack(); newest == h.Seq {
-		c.newestAt = now - c.rxAge
+		c.newestAt = c.rxAt
 	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
@@ -1428,13 +1428,10 @@ func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
 // budget would hold it back on a clean path). The retransmission time-out
 // needs no allowance for the gap on this side: a loop reads before it
 // Flushes, so an ack that arrived before the time-out is read before it
-// is judged. Arrival times never run backwards: an age that would date
-// this header before the last one (a receive timestamp off the loop's
-// clock) dates it with that one.
+// is judged.
 func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader, delayKnown bool) {
 	c.ackAt = now
-	at := max(now-c.rxAge, c.ackArrived)
-	c.ackArrived = at
+	at := c.rxAt
 	evs, err := c.tracker.OnAckDelayed(c.events[:0], at, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)
 	if err != nil {
 		c.stats.AcksRefused++
@@ -1447,8 +1444,9 @@ func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader, delayKnown
 		// upper bound, its excess would read as queuing, and the budget
 		// takes none. One the header had no room for says nothing: the
 		// sample (then the whole round trip) is taken less the peer's
-		// mean stated delay, so the interval's mean is not biased up and
-		// a lossy path, where such headers are common, keeps its samples.
+		// mean stated delay, but not below the budget's base RTT, so the
+		// interval's mean is not biased up and a lossy path, where such
+		// headers are common, keeps its samples.
 		// (The tracker takes both whole: an upper bound errs toward a
 		// later time-out.)
 		sample, d := rtt.Latest(), time.Duration(h.AckDelay)*wire.AckDelayUnit
@@ -1456,15 +1454,41 @@ func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader, delayKnown
 		case h.AckDelay == math.MaxUint8:
 			sample = 0
 		case delayKnown:
-			c.budget.peerDelay += (d - c.budget.peerDelay) / 8
+			c.budget.notePeerDelay(d)
 		default:
-			sample = max(sample-c.budget.peerDelay, rtt.Min())
+			sample = max(sample-c.budget.peerDelay, c.budget.baseRTT())
 		}
 		if sample > 0 && c.budget.sample(at, sample) {
 			c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
 		}
 	}
 }
+
+// arrival is when a datagram read at now after waiting age in the socket
+// arrived: now − age. A socket hands datagrams out in the order they
+// arrived, so an arrival before the last one is not believed: by up to
+// arrivalSlack (rounding, a timestamp's resolution) it is the last one;
+// by more, the age is off the loop's clock (a receive timestamp from
+// another clock, a clock step), and the datagram counts as arrived at
+// now, as with no age at all — a consistently wrong age would otherwise
+// date every datagram at the last good arrival, and no RTT sample would
+// ever come again.
+func (c *Channel) arrival(now, age time.Duration) time.Duration {
+	at := now - max(age, 0)
+	switch {
+	case at >= c.lastArrival:
+	case c.lastArrival-at <= arrivalSlack:
+		at = c.lastArrival
+	default:
+		at = max(now, c.lastArrival)
+	}
+	c.lastArrival = at
+	return at
+}
+
+// arrivalSlack is how far an arrival may seem to precede the last one and
+// still be taken as that one (see arrival).
+const arrivalSlack = time.Millisecond
 
 // ackDelayKnown reports whether the ack header h, n bytes on the wire,
 // states its ack delay: a header as long as it can be has no room for one
