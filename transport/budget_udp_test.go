@@ -49,11 +49,13 @@ func runUDPOffer(t *testing.T, tx, rx loopStyle, d time.Duration) (sent, offered
 		return c
 	}
 	sc, cc := open(), open()
-	server, err := Listen(sc, EndpointConfig{}, NopHandler{})
+	epoch := time.Now()
+	clock := func() time.Duration { return time.Since(epoch) }
+	server, err := Listen(sc, EndpointConfig{Clock: clock}, NopHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := Dial(cc, sc.LocalAddr(), EndpointConfig{ServerKey: server.PublicKey()}, NopHandler{}, 0)
+	client, err := Dial(cc, sc.LocalAddr(), EndpointConfig{ServerKey: server.PublicKey(), Clock: clock}, NopHandler{}, clock())
 	if err != nil {
 		t.Fatal(err)
 	}
