@@ -137,17 +137,21 @@ type budget struct {
 	target  time.Duration
 	mtu     int64
 
-	rate     int64 // bytes/s
-	tokens   int64 // bytes; may go one datagram negative
-	filledAt time.Duration
-	gapAvg   time.Duration // smoothed time between Flushes (refills)
-	started  bool
-	paced    bool // the last Flush held something back for lack of tokens
+	rate      int64 // bytes/s; set it with setRate
+	ratePerMs int64 // rate / 1000, kept by setRate (mulRate's first division, once per change)
+	tokens    int64 // bytes; may go one datagram negative
+	filledAt  time.Duration
+	gapAvg    time.Duration // smoothed time between Flushes (refills)
+	started   bool
+	paced     bool // the last Flush held something back for lack of tokens
 
 	// The estimator.
 	mins       [budgetMinSlots]time.Duration // per-slot minimum RTT, 0: none
 	base       time.Duration                 // the minimum of mins (baseRTT), kept as they change
 	minSlot    int64                         // the slot mins[minSlot%len] covers
+	minIdx     int                           // minSlot % len, once a sample has set slotFrom, slotTo
+	slotFrom   time.Duration                 // sample times in [slotFrom, slotTo) fall in minSlot
+	slotTo     time.Duration                 // (empty until the first sample at a time ≥ 0)
 	intervalAt time.Duration                 // start of the current interval
 	rateAt     time.Duration                 // start of the current rate measurement (sent, acked)
 	lowest     time.Duration                 // smallest RTT sample in it, 0: none
@@ -193,9 +197,15 @@ func (b *budget) init(cfg Config) {
 		ceiling: cfg.MaxSendRate,
 		target:  cfg.QueueDelayTarget,
 		mtu:     int64(cfg.MTU),
-		rate:    cfg.MaxSendRate,
 		heard:   true,
 	}
+	b.setRate(cfg.MaxSendRate)
+}
+
+// setRate sets the estimated rate (always at least MinSendRate once the
+// budget is on) and the per-millisecond rate refill earns by.
+func (b *budget) setRate(rate int64) {
+	b.rate, b.ratePerMs = rate, rate/1000
 }
 
 // refill adds the tokens earned since the last refill. Unused budget
@@ -220,19 +230,29 @@ func (b *budget) refill(now time.Duration) {
 		return
 	}
 	b.filledAt = now
-	earned := mulRate(b.rate, gap)
-	capTok := mulRate(b.rate, min(gap, budgetBurst, max(2*b.gapAvg, budgetMinBurst))) + b.mtu
+	earned := mulRatePerMs(b.ratePerMs, gap)
+	// What carries over is earned over the gap itself when the gap is
+	// within the bounds (a loop Flushing at its usual cadence): then the
+	// cap is what this gap earned, with no second multiplication.
+	capTok := earned
+	if w := min(gap, budgetBurst, max(2*b.gapAvg, budgetMinBurst)); w != gap {
+		capTok = mulRatePerMs(b.ratePerMs, w)
+	}
+	capTok += b.mtu
 	b.tokens = min(b.tokens+earned, capTok)
 	b.gapAvg += (gap - b.gapAvg) / 8
 }
 
-// mulRate returns the bytes rate (bytes/s) earns in d, without overflow
-// for any rate up to 2^40 and d up to an hour.
-func mulRate(rate int64, d time.Duration) int64 {
+// mulRatePerMs returns the bytes a rate of perMs bytes per millisecond
+// (the budget's rate/1000, ratePerMs) earns in d > 0, without overflow for
+// any rate up to 2^40 bytes/s and d up to an hour: perMs · (d in µs) / 1000.
+// The budget's rates are positive (MinSendRate at least), so the divisions
+// are done unsigned, which is cheaper and gives the same result.
+func mulRatePerMs(perMs int64, d time.Duration) int64 {
 	if d > time.Hour {
 		d = time.Hour
 	}
-	return rate / 1000 * int64(d/time.Microsecond) / 1000
+	return int64(uint64(perMs) * (uint64(d) / uint64(time.Microsecond)) / 1000)
 }
 
 // mayOpen reports whether a new datagram may open now: the bucket is
@@ -284,17 +304,10 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	if b.lowest == 0 || rtt < b.lowest {
 		b.lowest = rtt
 	}
-	slot := int64(now / (budgetMinWindow / budgetMinSlots))
-	if slot != b.minSlot {
-		// Clear the slots skipped since the last sample: their minima
-		// are older than the window now.
-		for s := b.minSlot + 1; s <= slot && s <= b.minSlot+budgetMinSlots; s++ {
-			b.mins[s%budgetMinSlots] = 0
-		}
-		b.minSlot = slot
-		b.base = b.minOfSlots()
+	if now < b.slotFrom || now >= b.slotTo {
+		b.newSlot(now) // (a sample in the slot of the last one needs no division)
 	}
-	if m := &b.mins[slot%budgetMinSlots]; *m == 0 || rtt < *m {
+	if m := &b.mins[b.minIdx]; *m == 0 || rtt < *m {
 		*m = rtt
 		if b.base == 0 || rtt < b.base {
 			b.base = rtt
@@ -315,6 +328,27 @@ func (b *budget) sample(now, rtt time.Duration) bool {
 	// A queue that is already over the threshold ends the interval early:
 	// four samples in a row above it are no accident of one late ack.
 	return b.nSamples >= 4 && b.heard && now >= b.holdUntil && b.lowest-b.baseRTT() > b.threshold()
+}
+
+// newSlot moves the per-slot minima to the slot of a sample at now: the
+// slots skipped since the last sample are cleared (their minima are older
+// than the window now), and minIdx, slotFrom and slotTo are set for it.
+func (b *budget) newSlot(now time.Duration) {
+	const width = budgetMinWindow / budgetMinSlots
+	slot := int64(now / width)
+	if slot != b.minSlot {
+		for s := b.minSlot + 1; s <= slot && s <= b.minSlot+budgetMinSlots; s++ {
+			b.mins[s%budgetMinSlots] = 0
+		}
+		b.minSlot = slot
+		b.base = b.minOfSlots()
+	}
+	b.minIdx = int(slot % budgetMinSlots)
+	if now >= 0 {
+		b.slotFrom, b.slotTo = time.Duration(slot)*width, time.Duration(slot+1)*width
+	} else {
+		b.slotFrom, b.slotTo = 0, 0 // (division truncates toward 0: no such range; always recompute)
+	}
 }
 
 // stalled reports whether the loop is late: its last Flush was held back
@@ -503,7 +537,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			if q > 8*b.target {
 				cut = 50
 			}
-			b.rate = max(min(b.rate, b.lastMax)*cut/100, MinSendRate)
+			b.setRate(max(min(b.rate, b.lastMax)*cut/100, MinSendRate))
 			// Its effect shows in the samples of what leaves after it
 			// (sample ends the hold an interval after the first one),
 			// which take one round trip as it stands now, queue
@@ -533,7 +567,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		case b.rate > known*8/10 && b.rate < known*11/10:
 			step, b.probes = max(b.rate/64, b.mtu/2), 0 // near it: creep
 		}
-		b.rate = min(b.ceiling, b.rate+step)
+		b.setRate(min(b.ceiling, b.rate+step))
 		b.stats.Increases++
 	default:
 		b.probes = 0
