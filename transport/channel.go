@@ -485,6 +485,11 @@ func (c *Channel) checkStalls() {
 	if c.reliableTot.held == 0 {
 		return
 	}
+	// left is how many of the streams that hold messages are still to be
+	// checked: the walk stops after the last (most channels use one
+	// stream of several). An OnStall handler may send on a later stream,
+	// so after one the walk goes to the end (left < 0 never reaches 0).
+	left := c.reliableTot.busy
 	for s, rs := range c.reliable {
 		// The first Flush starts every stream's stall clock: a message
 		// queued before it would otherwise be measured from time 0, and a
@@ -493,18 +498,21 @@ func (c *Channel) checkStalls() {
 		if rs.unacked == 0 {
 			continue
 		}
+		left--
 		if rs.progress != rs.seen || c.flushes == 1 {
 			rs.progressAt, rs.seen, rs.warned = c.now, rs.progress, false
-			continue
-		}
-		if stalled := c.now - rs.progressAt; !rs.warned && stalled >= c.cfg.StallWarning {
+		} else if stalled := c.now - rs.progressAt; !rs.warned && stalled >= c.cfg.StallWarning {
 			rs.warned = true
 			c.stats.Stalls++
 			if h, ok := c.handler.(StallHandler); ok {
 				c.stallPos = s + 1 // a message it sends on a later stream meets that stream unchecked
 				h.OnStall(uint8(s), rs.unacked, stalled)
 				c.stallPos = len(c.reliable)
+				left = -1
 			}
+		}
+		if left == 0 {
+			return
 		}
 	}
 }

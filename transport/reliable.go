@@ -70,13 +70,14 @@ func (sl *sendSlot) isDue() bool {
 
 // sendTotals are the counts a channel's reliable streams keep together,
 // so a Flush can tell at once that none of them has work: held is the
-// messages held (the sum of the streams' unacked), due the messages due
-// for sending (the sum of their due); checks counts the channel's stall
-// checks (Channel.checkStalls), so a stream knows whether one ran while
-// it held nothing.
+// messages held (the sum of the streams' unacked), busy the streams that
+// hold any (so a stall check stops after the last of them), due the
+// messages due for sending (the sum of their due); checks counts the
+// channel's stall checks (Channel.checkStalls), so a stream knows whether
+// one ran while it held nothing.
 type sendTotals struct {
-	held, due int
-	checks    uint64
+	held, busy, due int
+	checks          uint64
 }
 
 func bitSet(b *[4]uint64, i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
@@ -214,7 +215,9 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 	}
 	*sl = sendSlot{id: id, state: msgQueued, buf: buf}
 	s.next++
-	s.unacked++
+	if s.unacked++; s.unacked == 1 {
+		s.tot.busy++
+	}
 	s.tot.held++
 	s.addDue(id) // never sent
 	s.queued += n
@@ -349,6 +352,7 @@ func (s *reliableSender) release(sl *sendSlot) {
 	s.tot.held--
 	if s.unacked == 0 {
 		s.idleAt = s.tot.checks
+		s.tot.busy--
 	}
 	if sl.isDue() {
 		s.subDue(sl.id)
