@@ -98,6 +98,18 @@ func (b *SeqBuffer[T]) Drop(seq wire.Seq) {
 	}
 }
 
+// Take returns seq's value and empties its slot, like Get and Drop in one
+// lookup, or ok false (and the zero value) when the slot does not hold
+// seq. Like Drop, it leaves the value's bytes in place.
+func (b *SeqBuffer[T]) Take(seq wire.Seq) (v T, ok bool) {
+	sl := &b.slots[uint16(seq)&b.mask]
+	if sl.tag != uint32(seq)+1 {
+		return v, false
+	}
+	sl.tag = 0
+	return sl.val, true
+}
+
 // Reset empties every slot.
 func (b *SeqBuffer[T]) Reset() {
 	clear(b.slots)

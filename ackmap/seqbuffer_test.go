@@ -95,3 +95,25 @@ func TestSeqBufferClaimAndDrop(t *testing.T) {
 		t.Fatalf("Get(5) = %v", got)
 	}
 }
+
+// TestSeqBufferTake: Take is Get and Drop in one lookup — the value, then
+// an empty slot — and misses a seq the slot does not hold.
+func TestSeqBufferTake(t *testing.T) {
+	b := NewSeqBuffer[int](8)
+	if v, ok := b.Take(3); ok || v != 0 {
+		t.Fatalf("Take(3) on an empty buffer = %d, %v", v, ok)
+	}
+	*b.Claim(3) = 30
+	if v, ok := b.Take(11); ok || v != 0 || !b.Has(3) { // 11 shares 3's slot
+		t.Fatalf("Take(11) with 3 held = %d, %v; Has(3) %v", v, ok, b.Has(3))
+	}
+	if v, ok := b.Take(3); !ok || v != 30 {
+		t.Fatalf("Take(3) = %d, %v, want 30, true", v, ok)
+	}
+	if b.Has(3) {
+		t.Fatal("3 still held after Take")
+	}
+	if v, ok := b.Take(3); ok || v != 0 {
+		t.Fatalf("second Take(3) = %d, %v", v, ok)
+	}
+}

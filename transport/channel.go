@@ -692,12 +692,13 @@ func (c *Channel) flushReliable() {
 	if c.reliableTot.due == 0 {
 		return // nothing due on any stream: every round would send nothing
 	}
-	n := len(c.reliable)
+	streams := c.reliable
+	n := len(streams)
 	for round, progress := 0, true; progress; round++ {
 		progress = false
 		s := c.rotor // the first stream served: flushes % n
 		for range n {
-			rs := c.reliable[s]
+			rs := streams[s]
 			// A stream's walk starts at the first message that may be
 			// due (firstDue): from its oldest, the walk would pass over
 			// everything before it. A stream with nothing due, or
@@ -708,19 +709,24 @@ func (c *Channel) flushReliable() {
 			// would have taken it.
 			if rs.due == 0 {
 				rs.cursor = rs.next
-			} else if round == 0 {
-				rs.cursor = rs.firstDue
-			}
-			if rs.due != 0 && rs.cursor != rs.next {
-				switch c.sendNextReliable(uint8(s)) {
-				case sendBlocked:
-					return
-				case sendProgress:
-					progress = true
+			} else {
+				if round == 0 {
+					rs.cursor = rs.firstDue
 				}
-			}
-			if c.reliableTot.due == 0 {
-				return // the rest of this round and the next would find nothing
+				if rs.cursor != rs.next {
+					switch c.sendNextReliable(uint8(s)) {
+					case sendBlocked:
+						return
+					case sendProgress:
+						progress = true
+					}
+					// (Only a send, and what it dispatches, changes
+					// the totals: an idle stream leaves them as they
+					// were, non-zero.)
+					if c.reliableTot.due == 0 {
+						return // the rest of this round and the next would find nothing
+					}
+				}
 			}
 			if s++; s == n {
 				s = 0

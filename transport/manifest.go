@@ -115,13 +115,8 @@ func (l *manifestLog) grow(n uint32) {
 // take removes seq's manifest and returns where its entries are (read them
 // with at before the next put), or ok false if seq carried none.
 func (l *manifestLog) take(seq wire.Seq) (off uint32, n int, ok bool) {
-	r := l.refs.Get(seq)
-	if r == nil {
-		return 0, 0, false
-	}
-	off, n = r.off, int(r.n)
-	l.refs.Drop(seq)
-	return off, n, true
+	r, ok := l.refs.Take(seq)
+	return r.off, int(r.n), ok
 }
 
 // at returns entry i of the manifest at off.
