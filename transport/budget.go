@@ -517,8 +517,11 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 		}
 		b.acked, b.sent, b.sentTr, b.rateAt = acked, 0, 0, now
 	}
+	// The threshold as the noise learned above leaves it (thr is the one
+	// before): nothing below changes it.
+	thrNow := b.threshold()
 	switch {
-	case min(q, b.prevQ) > b.threshold() || q > b.threshold()/2 && b.rises >= 3:
+	case min(q, b.prevQ) > thrNow || q > thrNow/2 && b.rises >= 3:
 		// A queue already draining (q fell since the last interval) needs
 		// no further cut: the last one is working.
 		// And a path whose RTT jitter is four targets or more carries no
@@ -547,7 +550,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 			b.holdUntil, b.cutAt, b.heard = now+srtt+budgetInterval, now, false
 			b.stats.Backoffs++
 		}
-	case (q < b.threshold()/4 || b.flat >= budgetFlat && b.rate < max(b.maxAck, b.knownRate)*8/10) && (b.pacedIn || sentRate*2 > b.rate):
+	case (q < thrNow/4 || b.flat >= budgetFlat && b.rate < max(b.maxAck, b.knownRate)*8/10) && (b.pacedIn || sentRate*2 > b.rate):
 		// Probing, far from the last back-off: 1/32, doubling with each
 		// interval in a row up to 1/8.
 		// The doubling needs the peer's acks to keep up with what goes
@@ -572,7 +575,7 @@ func (b *budget) update(now, srtt, jitter time.Duration, acked uint64) {
 	default:
 		b.probes = 0
 	}
-	if q >= b.threshold()/4 {
+	if q >= thrNow/4 {
 		b.probes = 0
 	}
 	b.prevPaced = b.pacedIn

@@ -1355,7 +1355,7 @@ func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
 	}
 	c.wantFlush = true // acks, verdicts and an ack owed: the next Flush may have work
 	if !h.NoAck {
-		c.receiveAck(now, h, ackDelayKnown(h, n))
+		c.receiveAck(now, &h, ackDelayKnown(h, n))
 	}
 	if len(frames) == 0 {
 		c.stats.AckOnlyReceived++
@@ -1373,10 +1373,11 @@ func (c *Channel) ReceiveAged(now, age time.Duration, b []byte) error {
 		} else {
 			c.deliver(Message{Delivery: Unreliable, Payload: f0.r.Payload})
 		}
-		frames = frames[f0.n:]
 	}
-	for len(frames) > 0 {
-		frames = frames[c.deliverFrame(frames, now, true):] // validated above
+	if f0.n < len(frames) { // (not the common datagram, one frame parsed as f0)
+		for rest := frames[f0.n:]; len(rest) > 0; {
+			rest = rest[c.deliverFrame(rest, now, true):] // validated above
+		}
 	}
 	// The ack is owed; it leaves with the next datagram, or alone once
 	// due. A datagram of nothing but duplicates (redundant copies of
@@ -1443,7 +1444,7 @@ func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
 // needs no allowance for the gap on this side: a loop reads before it
 // Flushes, so an ack that arrived before the time-out is read before it
 // is judged.
-func (c *Channel) receiveAck(now time.Duration, h wire.ChannelHeader, delayKnown bool) {
+func (c *Channel) receiveAck(now time.Duration, h *wire.ChannelHeader, delayKnown bool) {
 	c.ackAt = now
 	at := c.rxAt
 	evs, err := c.tracker.OnAckDelayed(c.events[:0], at, h.Ack, h.AckBits, time.Duration(h.AckDelay)*wire.AckDelayUnit)

@@ -213,7 +213,8 @@ func (s *reliableSender) push(n int) (*sendSlot, error) {
 			buf = s.takeBuf(buf, n)
 		}
 	}
-	*sl = sendSlot{id: id, state: msgQueued, buf: buf}
+	*sl = sendSlot{} // (zeroed in place, then filled: a literal is built on the stack and copied)
+	sl.id, sl.state, sl.buf = id, msgQueued, buf
 	s.next++
 	if s.unacked++; s.unacked == 1 {
 		s.tot.busy++
