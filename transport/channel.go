@@ -839,7 +839,7 @@ func (c *Channel) reliableRoom(n int) bool {
 	if !c.budget.mayOpen() {
 		return false
 	}
-	return c.room(n)
+	return c.beginRoom() // (room(n) with none open: openRoom, whose finish has nothing left to do)
 }
 
 // flushQueued sends queued unreliable and sequenced messages in order. A
@@ -1126,11 +1126,11 @@ func (c *Channel) nextFragID() wire.Seq {
 
 // begin starts a datagram: session header, channel header.
 func (c *Channel) begin() {
-	c.cur = c.sink.Buffer()[:0]
+	cur := c.sink.Buffer()[:0] // (built in a local: c.cur is stored once)
 	if c.sealed {
-		c.cur = c.cur[:sealHeaderLen] // Seal writes it
+		cur = cur[:sealHeaderLen] // Seal writes it
 	} else {
-		c.cur = wire.AppendSessionHeader(c.cur, wire.SessionHeader{Secret: c.secret})
+		cur = wire.AppendSessionHeader(cur, wire.SessionHeader{Secret: c.secret})
 	}
 	h := wire.ChannelHeader{Seq: c.tracker.NextSeq()}
 	var ok bool
@@ -1144,7 +1144,7 @@ func (c *Channel) begin() {
 	if ok {
 		h.AckDelay = wire.AckDelayUnits(c.now - c.newestAt)
 	}
-	c.cur = wire.AppendChannelHeader(c.cur, h)
+	c.cur = wire.AppendChannelHeader(cur, h)
 	c.man.n = 0
 	c.curFrame, c.curRec, c.curRedun = 0, ackmap.NoRecord, 0
 }
@@ -1163,6 +1163,12 @@ func (c *Channel) room(n int) bool {
 // openRoom is room's slow path: finish the open datagram, begin another.
 func (c *Channel) openRoom() bool {
 	c.finish()
+	return c.beginRoom()
+}
+
+// beginRoom begins a datagram when none is open, or returns false, with
+// none open, when this Flush has sent MaxDatagramsPerFlush already.
+func (c *Channel) beginRoom() bool {
 	if c.burst >= c.cfg.MaxDatagramsPerFlush {
 		c.budgetHit = true
 		return false
@@ -1290,9 +1296,10 @@ func (c *Channel) finishDatagram() {
 		evs = c.tracker.Seal(evs, c.sealAfter)
 		c.sealAfter = ackmap.NoRecord
 	}
-	c.budget.spend(len(c.cur)+c.tagLen(), tracked)
+	wireLen := len(c.cur) + c.tagLen()
+	c.budget.spend(wireLen, tracked)
 	c.stats.DatagramsSent++
-	c.stats.BytesSent += uint64(len(c.cur) + c.tagLen())
+	c.stats.BytesSent += uint64(wireLen)
 	if c.curFrame == 0 {
 		c.stats.AckOnlySent++
 	}
