@@ -1416,22 +1416,31 @@ type firstFrame struct {
 // scanFrames validates every frame of a datagram and returns how many
 // there are; a reliable or unreliable first frame is kept in f0.
 func scanFrames(frames []byte, f0 *firstFrame) (int, error) {
-	nframes := 0
-	for rest := frames; len(rest) > 0; nframes++ {
-		var k int
-		var err error
-		switch t := wire.FrameType(rest[0]); {
-		case nframes == 0 && t == wire.FrameReliable:
-			f0.r, k, err = wire.ParseReliableFrame(rest)
-			f0.t, f0.n = t, k
-		case nframes == 0 && t == wire.FrameUnreliable:
-			var u wire.UnreliableFrame
-			u, k, err = wire.ParseUnreliableFrame(rest)
-			f0.r.Payload, f0.t, f0.n = u.Payload, t, k
-		default:
-			_, k, err = wire.SkipFrame(rest)
-		}
-		if err != nil {
+	if len(frames) == 0 {
+		return 0, nil
+	}
+	var k int
+	var err error
+	switch t := wire.FrameType(frames[0]); t {
+	case wire.FrameReliable:
+		f0.r, k, err = wire.ParseReliableFrame(frames)
+		f0.t, f0.n = t, k
+	case wire.FrameUnreliable:
+		var u wire.UnreliableFrame
+		u, k, err = wire.ParseUnreliableFrame(frames)
+		f0.r.Payload, f0.t, f0.n = u.Payload, t, k
+	default:
+		_, k, err = wire.SkipFrame(frames)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if k == len(frames) {
+		return 1, nil // the common datagram: one frame
+	}
+	nframes := 1
+	for rest := frames[k:]; len(rest) > 0; nframes++ {
+		if _, k, err = wire.SkipFrame(rest); err != nil {
 			return 0, err
 		}
 		rest = rest[k:]
