@@ -725,6 +725,20 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	if sampling {
 		t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
 	}
+	if ack == t.oldest && ack == t.largest {
+		// The common header: it acks the oldest pending seq, the largest
+		// acked so far, and nothing before it is pending. This is the
+		// walk below, which would ack it and stop there, without the walk.
+		if slot := t.ring.Get(ack); slot != nil {
+			if sampling && now >= slot.sentAt {
+				t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
+			}
+			t.backoff = 1
+			dst = t.resolveSlot(dst, ack, slot, true, CauseNone)
+			t.advanceOldest()
+			return dst, nil
+		}
+	}
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
 			back := ack.Sub(seq) // negative when the header is older than seq
