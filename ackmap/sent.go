@@ -698,6 +698,23 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 		t.advanceOldest() // nothing pending at or before the largest ack
 		return dst, nil
 	}
+	if ack == t.oldest && ack == t.largest {
+		// The common header: it acks the oldest pending seq, and that is
+		// the largest acked so far. The walk below would take its RTT
+		// sample (a pending seq gives one: see sampling), ack it and stop
+		// there; this is the same without the walk's set-up and the state
+		// it keeps across its calls.
+		if slot := t.ring.Get(ack); slot != nil {
+			t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
+			if now >= slot.sentAt {
+				t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
+			}
+			t.backoff = 1
+			dst = t.resolveSlot(dst, ack, slot, true, CauseNone)
+			t.advanceOldest()
+			return dst, nil
+		}
+	}
 	// One pass from the oldest pending seq: acks wherever the header says
 	// so; losses only while every pending seq so far was acked or lost,
 	// since both thresholds grow monotonically more lenient with the seq
@@ -705,8 +722,8 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	// are a prefix of the pending seqs.
 	// The time threshold is as it stood before this header's samples: its
 	// RTT base is read now, the threshold worked out only if a seq is
-	// judged by it (the common header acks the oldest pending seq and
-	// stops there).
+	// judged by it (a header that acks the oldest pending seq stops
+	// there).
 	base := t.rttBase()
 	var delay time.Duration
 	haveDelay := false
@@ -724,20 +741,6 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 	sampling := t.ring.Has(ack) || t.plainSkip(ack)
 	if sampling {
 		t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
-	}
-	if ack == t.oldest && ack == t.largest {
-		// The common header: it acks the oldest pending seq, the largest
-		// acked so far, and nothing before it is pending. This is the
-		// walk below, which would ack it and stop there, without the walk.
-		if slot := t.ring.Get(ack); slot != nil {
-			if sampling && now >= slot.sentAt {
-				t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
-			}
-			t.backoff = 1
-			dst = t.resolveSlot(dst, ack, slot, true, CauseNone)
-			t.advanceOldest()
-			return dst, nil
-		}
 	}
 	for seq := t.oldest; ; seq++ {
 		if slot := t.ring.Get(seq); slot != nil {
@@ -909,6 +912,9 @@ func (t *SendTracker) Expire(dst []Event, now time.Duration) []Event {
 	// so a pending seq younger than that needs no RTO computed: the common
 	// Flush, whose oldest pending seq left a tick ago, skips it.
 	floor := t.rtoFloor
+	if s := t.ring.Get(t.oldest); s != nil && now-s.sentAt < floor {
+		return dst // the common Flush: the walk below would stop at once
+	}
 	var rto time.Duration
 	haveRTO := false
 	expired := false
