@@ -711,6 +711,7 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 			}
 			t.backoff = 1
 			dst = t.resolveSlot(dst, ack, slot, true, CauseNone)
+			t.oldest = ack + 1 // (ack, the oldest, is resolved: advanceOldest goes on from the next)
 			t.advanceOldest()
 			return dst, nil
 		}
