@@ -706,9 +706,7 @@ func (t *SendTracker) OnAckDelayed(dst []Event, now time.Duration, ack wire.Seq,
 		// it keeps across its calls.
 		if slot := t.ring.Get(ack); slot != nil {
 			t.ackDelay = max(ackDelay, t.ackDelay-t.ackDelay/8)
-			if now >= slot.sentAt {
-				t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
-			}
+			t.rtt.Sample(t.adjusted(now-slot.sentAt, ackDelay))
 			t.backoff = 1
 			dst = t.resolveSlot(dst, ack, slot, true, CauseNone)
 			t.oldest = ack + 1 // (ack, the oldest, is resolved: advanceOldest goes on from the next)
