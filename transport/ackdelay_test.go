@@ -57,20 +57,13 @@ func TestAckDelayKnownAgreesWithTheEncoder(t *testing.T) {
 // whole wait as round trip.
 func TestAckDelayStatedInEveryHeader(t *testing.T) {
 	const ms = time.Millisecond
-	a, err := NewChannel(Config{}, &nopHandler{}, 100, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewChannel(Config{}, &nopHandler{}, 200, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sa, sb loopSink
+	p := newPair(t, Config{})
+	a, b, sa, sb := p.a, p.b, &p.sa, &p.sb
 	now := 10 * ms
 	if _, err := a.SendReliable(1, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	a.Flush(now, &sa)
+	a.Flush(now, sa)
 	if len(sa.out) != 1 {
 		t.Fatalf("a sent %d datagrams, want 1", len(sa.out))
 	}
@@ -86,7 +79,7 @@ func TestAckDelayStatedInEveryHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		sb.out = sb.out[:0]
-		b.Flush(now+after, &sb)
+		b.Flush(now+after, sb)
 		if len(sb.out) != 1 {
 			t.Fatalf("send %d: b sent %d datagrams, want 1", i, len(sb.out))
 		}
@@ -109,22 +102,15 @@ func TestAckDelayStatedInEveryHeader(t *testing.T) {
 // delay on every header sent.
 func TestArrivalOffTheClockNotBelieved(t *testing.T) {
 	const ms = time.Millisecond
-	a, err := NewChannel(Config{}, &nopHandler{}, 100, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewChannel(Config{}, &nopHandler{}, 200, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sa, sb loopSink
+	p := newPair(t, Config{})
+	a, b, sa, sb := p.a, p.b, &p.sa, &p.sb
 	now := time.Second
 	for i := range 20 {
 		if _, err := a.SendReliable(1, []byte("ping")); err != nil {
 			t.Fatal(err)
 		}
 		sa.out = sa.out[:0]
-		a.Flush(now, &sa)
+		a.Flush(now, sa)
 		// 10 ms each way; every read claims the datagram waited 10 s.
 		now += 10 * ms
 		for _, d := range sa.out {
@@ -136,7 +122,7 @@ func TestArrivalOffTheClockNotBelieved(t *testing.T) {
 			t.Fatal(err)
 		}
 		sb.out = sb.out[:0]
-		b.Flush(now+ms, &sb)
+		b.Flush(now+ms, sb)
 		for _, d := range sb.out {
 			h, _, err := wire.ParseChannelHeader(d[wire.SessionHeaderLen:])
 			if err != nil {
