@@ -183,6 +183,7 @@ type budget struct {
 	samples    uint64                        // the tracker's sample count last seen
 	peerDelay  time.Duration                 // the peer's mean stated ack delay (notePeerDelay)
 	peerDelays int                           // delays it has seen, up to 8
+	peerDev    time.Duration                 // their mean deviation
 
 	stats BudgetStats
 }
@@ -361,14 +362,20 @@ func (b *budget) stalled(now time.Duration) bool {
 	return b.started && b.paced && now-b.nextSlot(b.filledAt) > max(2*b.gapAvg, budgetStall)
 }
 
-// notePeerDelay folds an ack delay the peer stated into peerDelay: the
-// mean of the first eight, then smoothed by 1/8, so the first ones are
-// not averaged with a 0 that was never stated.
+// notePeerDelay folds an ack delay the peer stated into peerDelay and its
+// deviation from it into peerDev: the means of the first eight, then
+// smoothed by 1/8, so the first ones are not averaged with a 0 that was
+// never stated.
 func (b *budget) notePeerDelay(d time.Duration) {
 	if b.peerDelays < 8 {
 		b.peerDelays++
 	}
+	dev := d - b.peerDelay
+	if dev < 0 {
+		dev = -dev
+	}
 	b.peerDelay += (d - b.peerDelay) / time.Duration(b.peerDelays)
+	b.peerDev += (dev - b.peerDev) / time.Duration(b.peerDelays)
 }
 
 // threshold is the queuing delay above which the budget backs off.

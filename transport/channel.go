@@ -1475,9 +1475,11 @@ func (c *Channel) receiveAck(now time.Duration, h *wire.ChannelHeader, delayKnow
 		// upper bound, its excess would read as queuing, and the budget
 		// takes none. One the header had no room for says nothing: the
 		// sample (then the whole round trip) is taken less the peer's
-		// mean stated delay, but not below the budget's base RTT, so the
-		// interval's mean is not biased up and a lossy path, where such
-		// headers are common, keeps its samples.
+		// mean stated delay and its mean deviation, but not below the
+		// budget's base RTT — erring low, so a peer whose delays spread
+		// widely (one that wakes at random) does not read as a queue —
+		// and a lossy path, where such headers are common, keeps its
+		// samples.
 		// (The tracker takes both whole: an upper bound errs toward a
 		// later time-out.)
 		sample, d := rtt.Latest(), time.Duration(h.AckDelay)*wire.AckDelayUnit
@@ -1487,7 +1489,7 @@ func (c *Channel) receiveAck(now time.Duration, h *wire.ChannelHeader, delayKnow
 		case delayKnown:
 			c.budget.notePeerDelay(d)
 		default:
-			sample = max(sample-c.budget.peerDelay, c.budget.baseRTT())
+			sample = max(sample-c.budget.peerDelay-c.budget.peerDev, c.budget.baseRTT())
 		}
 		if sample > 0 && c.budget.sample(at, sample) {
 			c.budget.update(now, rtt.Smoothed(), rtt.Jitter(), c.tracker.Acked())
