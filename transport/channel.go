@@ -526,8 +526,20 @@ func (c *Channel) Stalled() error {
 	if c.cfg.StallTimeout == NoStallTimeout {
 		return nil
 	}
+	// Only a stream that holds messages can be stalled, and busy of them
+	// do: the walk stops after the last (as checkStalls's does), so a
+	// channel that uses one stream of several does not read the state of
+	// the streams after it, cold on a server with many peers.
+	left := c.reliableTot.busy
 	for s, rs := range c.reliable {
-		if rs.unacked > 0 && rs.progress == rs.seen && c.now-rs.progressAt >= c.cfg.StallTimeout {
+		if left == 0 {
+			break
+		}
+		if rs.unacked == 0 {
+			continue
+		}
+		left--
+		if rs.progress == rs.seen && c.now-rs.progressAt >= c.cfg.StallTimeout {
 			return fmt.Errorf("%w: stream %d held %d messages with none released and no piece acked for %v (StallTimeout %v)",
 				ErrStalled, s, rs.unacked, c.now-rs.progressAt, c.cfg.StallTimeout)
 		}
