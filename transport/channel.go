@@ -164,8 +164,12 @@ type Channel struct {
 	closing   bool
 	closeWhy  wire.DisconnectReason
 
-	// Incoming.
+	// Incoming. fragsIn: a fragment went to the assembler (Add), the only
+	// call that gives it anything to expire or recycle; until then Flush
+	// skips its Expire, which would read the cold Assembler to find
+	// nothing.
 	assembler *fragment.Assembler
+	fragsIn   bool
 	rrecv     []*reliableReceiver
 	seqRecv   []sequencedReceiver
 
@@ -426,7 +430,9 @@ func (c *Channel) Flush(now time.Duration, sink Sink) {
 	c.now, c.sink, c.sentAny, c.burst = now, sink, false, 0
 	c.wantFlush, c.budgetHit = false, false
 	c.dispatch(c.tracker.Expire(c.events[:0], now))
-	c.assembler.Expire(now)
+	if c.fragsIn {
+		c.assembler.Expire(now)
+	}
 	if c.budget.on {
 		c.budget.refill(now)
 	}
@@ -1583,6 +1589,7 @@ func (c *Channel) deliverFrame(f []byte, now time.Duration, allowFragment bool) 
 			c.stats.Malformed++
 			break
 		}
+		c.fragsIn = true
 		msg, err := c.assembler.Add(fr, now)
 		if err != nil {
 			c.stats.FragmentsRefused++
