@@ -68,6 +68,19 @@ func (o *offer) retry(ch *Channel) {
 	}
 }
 
+// play runs the game's 60 Hz ticks from *next up to now on ch, offering
+// its load (or, unless offering, only retrying what back-pressure held
+// back), and moves *next past now.
+func (o *offer) play(ch *Channel, now time.Duration, next *time.Duration, offering bool) {
+	for ; now >= *next; *next += tick60 {
+		if offering {
+			o.tick(ch)
+		} else {
+			o.retry(ch)
+		}
+	}
+}
+
 // offeredRate is the frame bytes per second the game offers.
 func (o *offer) offeredRate() int64 {
 	return int64(o.relSize+4*o.seqSize+3*o.unrelSize) * 60
@@ -139,24 +152,10 @@ func (br *budgetRun) run(until time.Duration, offering bool) {
 			continue
 		}
 		if br.loops[0] == nil || br.loops[0].due(r.now) {
-			for r.now >= br.nextTick {
-				if offering {
-					br.o.tick(r.a.ch)
-				} else {
-					br.o.retry(r.a.ch)
-				}
-				br.nextTick += tick60
-			}
+			br.o.play(r.a.ch, r.now, &br.nextTick, offering)
 		}
 		if br.back != nil && (br.loops[1] == nil || br.loops[1].due(r.now)) {
-			for r.now >= br.nextBack {
-				if offering {
-					br.back.tick(r.b.ch)
-				} else {
-					br.back.retry(r.b.ch)
-				}
-				br.nextBack += tick60
-			}
+			br.back.play(r.b.ch, r.now, &br.nextBack, offering)
 		}
 		if br.loops[0] != nil {
 			br.loops[0].wake(r.now)
